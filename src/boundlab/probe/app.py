@@ -1,0 +1,175 @@
+"""`probe.py`: compose config -> task, verifier, store, sampler -> probe -> files, summary, W&B."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from boundlab.config import to_dict
+from boundlab.probe.curves import write_passk_csv, write_problems_csv
+from boundlab.probe.estimator import powers_of_two
+from boundlab.probe.runner import (ProbeResult, export_prompts, probe_model, score_samples_file)
+from boundlab.probe.store import Store
+from boundlab.sampling.base import GenSettings
+from boundlab.tasks import Task, build_task
+from boundlab.tracking.names import PROBE, PROBE_STEP, passk_key
+
+
+def set_threads(n: int | None) -> int:
+    """One intra-op thread per core: oversubscribing two cores is far slower than using one."""
+    import torch
+
+    n = n or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    torch.set_num_threads(n)
+    return n
+
+
+def load_task(cfg: Any) -> Task:
+    task = build_task(cfg.task)
+    if cfg.probe.limit:
+        task = Task(task.name, task.problems[: cfg.probe.limit], task.template, task.verifier,
+                    task.chat, task.system)
+    return task
+
+
+def gen_settings(p: Any) -> GenSettings:
+    return GenSettings(temperature=p.temperature, top_p=p.top_p, max_new_tokens=p.max_new_tokens,
+                       stop=tuple(p.stop))
+
+
+def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    task = load_task(cfg)
+
+    if cfg.export:
+        tok = None
+        if task.chat and (cfg.model.path or cfg.model.gguf_package):
+            from boundlab.models import load_tokenizer
+
+            tok = load_tokenizer(cfg.model)
+        out = export_prompts(task, cfg.export, tok)
+        print(f"wrote {len(task)} prompts of {task.name} to {out}")
+        return out
+
+    from boundlab.tracking import build_logger
+    from boundlab.verify import build_verifier
+
+    store = Store(cfg.store.path)
+    logger = None
+    verifier = build_verifier(task.verifier, **to_dict(cfg.verify))
+    try:
+        if cfg.samples:
+            result, task = score_samples_file(task, cfg.samples, verifier, store,
+                                              cfg.probe.bootstrap_iters, cfg.probe.ci)
+            model_name = result.model_name
+        else:
+            result, model_name = _probe_model(cfg, task, verifier, store)
+        logger = build_logger(cfg.logger, run_dir, to_dict(cfg))
+        write_outputs(result, run_dir, title=f"{model_name} on {task.name}")
+        log_probe(logger, result, step=0, run_dir=run_dir)
+        print_summary(result, store.path)
+        return result
+    finally:
+        verifier.close()
+        store.close()
+        if logger is not None:
+            logger.finish()
+
+
+def _probe_model(cfg: Any, task: Task, verifier: Any, store: Store) -> tuple[ProbeResult, str]:
+    from boundlab.models import load_tokenizer, model_fingerprint, resolve_model_path
+    from boundlab.sampling import build_sampler
+
+    threads = set_threads(cfg.sampler.torch_threads)
+    resolved = resolve_model_path(cfg.model)
+    tok = load_tokenizer(cfg.model, resolved)
+    t0 = time.time()
+    sampler = build_sampler(cfg.model, cfg.sampler, tokenizer=tok)
+    print(f"[boundlab] loaded {cfg.model.name} from {resolved} in {time.time() - t0:.1f} s "
+          f"({threads} torch thread(s))", flush=True)
+    fp = model_fingerprint(resolved, store)
+    try:
+        result = probe_model(task, sampler, verifier, store, fp, cfg.probe.n, gen_settings(cfg.probe),
+                             cfg.probe.seed, tok, cfg.model.name, cfg.probe.bootstrap_iters,
+                             cfg.probe.ci, meta={"path": resolved})
+    finally:
+        sampler.close()
+    return result, cfg.model.name
+
+
+def write_outputs(result: ProbeResult, run_dir: Path, title: str, prefix: str = "") -> dict[str, Path]:
+    from boundlab.tracking.plots import plot_passk
+
+    cur = result.curve
+    files = {
+        "passk": write_passk_csv(cur, run_dir / f"{prefix}passk.csv"),
+        "problems": write_problems_csv(result.problem_ids, result.n.tolist(), result.c.tolist(),
+                                       run_dir / f"{prefix}problems.csv"),
+    }
+    curves = {"pass@k (unbiased)": (cur.ks, cur.pass_at_k, cur.ci_low, cur.ci_high)}
+    if result.curve_strict is not None:
+        cs = result.curve_strict
+        files["passk_strict"] = write_passk_csv(cs, run_dir / f"{prefix}passk_strict.csv")
+        curves["valid trace only"] = (cs.ks, cs.pass_at_k, cs.ci_low, cs.ci_high)
+    files["plot"] = plot_passk(curves, run_dir / f"{prefix}passk.png",
+                               title=f"{title} (n = {cur.kmax}, {len(result.problem_ids)} problems)")
+    return files
+
+
+def passk_metrics(result: ProbeResult, prefix: str = PROBE) -> dict[str, float]:
+    cur = result.curve
+    m = {passk_key(k, prefix): cur.at(k) for k in powers_of_two(cur.kmax)}
+    m[f"{prefix}/pass@n"] = cur.at(cur.kmax)
+    m[f"{prefix}/n"] = cur.kmax
+    m[f"{prefix}/solvable"] = len(result.solvable)
+    m[f"{prefix}/problems"] = len(result.problem_ids)
+    if result.curve_strict is not None:
+        for k in powers_of_two(cur.kmax):
+            m[f"{prefix}/strict/pass@{k}"] = result.curve_strict.at(k)
+    return m
+
+
+def log_probe(logger: Any, result: ProbeResult, step: int, run_dir: Path) -> None:
+    logger.define_step_metric(PROBE, PROBE_STEP)
+    metrics = passk_metrics(result)
+    metrics[PROBE_STEP] = step
+    logger.log(metrics)
+    cur = result.curve
+    logger.log_line_plot("probe/passk_curve", cur.ks.tolist(), {"pass@k": cur.pass_at_k.tolist()},
+                         title="pass@k", xname="k", step_metrics={PROBE_STEP: step})
+    logger.log_table("probe/problems", ["problem_id", "n", "c"],
+                     [[pid, int(n), int(c)] for pid, n, c in zip(result.problem_ids, result.n, result.c)],
+                     extra={PROBE_STEP: step})
+    png = run_dir / "passk.png"
+    if png.exists():
+        logger.log_image("probe/passk_plot", png, extra={PROBE_STEP: step})
+    logger.update_summary(metrics)
+
+
+def print_summary(result: ProbeResult, store_path: Path) -> None:
+    cur = result.curve
+    ks = powers_of_two(cur.kmax)
+    print()
+    print(f"probe: {result.model_name} on {result.task_name}: {len(result.problem_ids)} problems, "
+          f"n = {cur.kmax} samples each")
+    for note in result.notes:
+        print(f"  note: {note}")
+    width = max(len(f"pass@{k}") for k in ks)
+    for k in ks:
+        i = k - 1
+        line = (f"  {f'pass@{k}':>{width}}  {cur.pass_at_k[i]:.4f}  "
+                f"[{cur.ci_low[i]:.4f}, {cur.ci_high[i]:.4f}]")
+        if result.curve_strict is not None:
+            line += f"   valid-trace {result.curve_strict.pass_at_k[i]:.4f}"
+        print(line)
+    print(f"  solvable (c > 0): {len(result.solvable)} of {len(result.problem_ids)}")
+    if result.new_samples:
+        rate = result.new_samples / max(result.seconds, 1e-9)
+        print(f"  sampled {result.new_samples} new completions in {result.seconds:.1f} s "
+              f"({rate:.1f} samples/s)")
+    else:
+        print("  all samples came from the store (nothing new to sample)")
+    print(f"  store: {store_path} (probe {result.key})")

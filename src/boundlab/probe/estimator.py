@@ -1,0 +1,112 @@
+"""The unbiased pass@k estimator and bootstrap confidence intervals.
+
+pass@k = 1 - C(n-c, k) / C(n, k)   (Chen et al. 2021), per problem, averaged over problems.
+
+The ratio is computed in its product form, prod_{i=n-c+1}^{n} (1 - k/i), in float64, which never
+forms a binomial coefficient and so neither overflows nor loses precision for n in the thousands.
+`1 - (1 - c/n)^k` is biased (it samples *with* replacement); `pass_at_k_biased` exists only to be
+shown beside the estimator, labelled as such.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def pass_at_k_single(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k for one problem with c correct out of n samples."""
+    if not (0 <= c <= n) or n < 1:
+        raise ValueError(f"need 0 <= c <= n and n >= 1, got n={n}, c={c}")
+    if not 1 <= k <= n:
+        raise ValueError(f"need 1 <= k <= n, got k={k}, n={n}")
+    if n - c < k:
+        return 1.0
+    # C(n-c, k)/C(n, k) = prod_{i=n-c+1}^{n} (1 - k/i)
+    i = np.arange(n - c + 1, n + 1, dtype=np.float64)
+    return float(1.0 - np.prod(1.0 - k / i))
+
+
+def pass_at_k_matrix(n: np.ndarray, c: np.ndarray, kmax: int) -> np.ndarray:
+    """pass@k for every problem (rows) and every k in 1..kmax (columns), float64.
+
+    All problems must have n >= kmax. Uses log-space cumulative sums of the product form, so the
+    whole matrix costs O(P * kmax) rather than O(P * kmax * n).
+    """
+    n = np.asarray(n, dtype=np.int64)
+    c = np.asarray(c, dtype=np.int64)
+    if n.shape != c.shape or n.ndim != 1:
+        raise ValueError("n and c must be 1-D arrays of the same length")
+    if np.any(c < 0) or np.any(c > n):
+        raise ValueError("need 0 <= c <= n for every problem")
+    if kmax < 1 or np.any(n < kmax):
+        raise ValueError(f"every problem needs n >= kmax={kmax}")
+    out = np.empty((len(n), kmax), dtype=np.float64)
+    ks = np.arange(1, kmax + 1, dtype=np.float64)
+    for row, (ni, ci) in enumerate(zip(n.tolist(), c.tolist())):
+        if ci == 0:
+            out[row] = 0.0
+            continue
+        # ratio(k) = prod_{i=n-c+1}^{n} (1 - k/i); zero as soon as k > n - c.
+        i = np.arange(ni - ci + 1, ni + 1, dtype=np.float64)
+        free = ni - ci  # k <= free keeps every factor positive
+        kk = ks[: min(kmax, free)]
+        ratio = np.zeros(kmax, dtype=np.float64)
+        if len(kk):
+            ratio[: len(kk)] = np.exp(np.log1p(-kk[:, None] / i[None, :]).sum(axis=1))
+        out[row] = 1.0 - ratio
+    return out
+
+
+def pass_at_k_curve(n: np.ndarray, c: np.ndarray, kmax: int | None = None) -> np.ndarray:
+    """Mean pass@k over problems for k = 1..kmax (default: the smallest n)."""
+    n = np.asarray(n)
+    kmax = int(n.min()) if kmax is None else kmax
+    return pass_at_k_matrix(n, c, kmax).mean(axis=0)
+
+
+def pass_at_k_biased(n: np.ndarray, c: np.ndarray, kmax: int) -> np.ndarray:
+    """The biased `1 - (1 - c/n)^k`, for comparison only; it is NOT the estimator."""
+    p = np.asarray(c, dtype=np.float64) / np.asarray(n, dtype=np.float64)
+    ks = np.arange(1, kmax + 1, dtype=np.float64)
+    return (1.0 - (1.0 - p[:, None]) ** ks[None, :]).mean(axis=0)
+
+
+def bootstrap_ci(per_problem: np.ndarray, iters: int = 1000, alpha: float = 0.05,
+                 seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap over problems of the column means of a (problems x k) matrix."""
+    per_problem = np.asarray(per_problem, dtype=np.float64)
+    if per_problem.ndim == 1:
+        per_problem = per_problem[:, None]
+    p = per_problem.shape[0]
+    rng = np.random.default_rng(seed)
+    means = np.empty((iters, per_problem.shape[1]), dtype=np.float64)
+    # Resample problem indices; counts-weighted means avoid materialising the resampled matrix.
+    for b in range(iters):
+        w = np.bincount(rng.integers(0, p, size=p), minlength=p).astype(np.float64)
+        means[b] = w @ per_problem / p
+    lo = np.quantile(means, alpha / 2, axis=0)
+    hi = np.quantile(means, 1 - alpha / 2, axis=0)
+    return lo, hi
+
+
+def bootstrap_diff_ci(a: np.ndarray, b: np.ndarray, iters: int = 1000, alpha: float = 0.05,
+                      seed: int = 0) -> tuple[float, float, float]:
+    """Paired bootstrap CI of mean(a) - mean(b) over the same problems (a, b per-problem values)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError("paired bootstrap needs values for the same problems")
+    d = a - b
+    lo, hi = bootstrap_ci(d, iters=iters, alpha=alpha, seed=seed)
+    return float(d.mean()), float(lo[0]), float(hi[0])
+
+
+def powers_of_two(n: int) -> list[int]:
+    """1, 2, 4, ... up to n, plus n itself."""
+    ks, k = [], 1
+    while k <= n:
+        ks.append(k)
+        k *= 2
+    if ks[-1] != n:
+        ks.append(n)
+    return ks

@@ -1,0 +1,253 @@
+"""The probe: sample n completions per problem, verify them, store them, compute pass@k.
+
+Work is cut into generate-sized chunks. While the model samples chunk i+1, a background thread
+verifies and stores chunk i (verification runs in worker processes, so the GIL is not the limit).
+Each chunk is committed to the store in one transaction: a probe killed at any point resumes from
+the stored counts and never samples a finished completion twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from boundlab.probe.curves import Curve, compute_curve
+from boundlab.probe.store import SampleRow, Store, probe_key
+from boundlab.sampling.base import Completion, GenSettings, Sampler
+from boundlab.tasks.base import Problem, Task
+from boundlab.tasks.jsonl import DataError, iter_jsonl
+from boundlab.verify.base import Verifier
+
+
+@dataclass
+class ProbeResult:
+    key: str
+    model_name: str
+    task_name: str
+    problem_ids: list[str]
+    n: np.ndarray
+    c: np.ndarray
+    # Correct with a valid chain of thought (toy world); None when not checkable.
+    c_strict: np.ndarray | None
+    curve: Curve
+    curve_strict: Curve | None
+    new_samples: int = 0
+    seconds: float = 0.0
+    notes: tuple[str, ...] = ()
+
+    @property
+    def kmax(self) -> int:
+        return self.curve.kmax
+
+    @property
+    def solvable(self) -> set[str]:
+        return {pid for pid, c in zip(self.problem_ids, self.c) if c > 0}
+
+
+def sampling_settings(gen: GenSettings, seed: int, prompt_style: str) -> dict[str, Any]:
+    """What makes two probes of the same model and task comparable (n excluded: it can grow)."""
+    return {"temperature": gen.temperature, "top_p": gen.top_p, "max_new_tokens": gen.max_new_tokens,
+            "stop": list(gen.stop), "seed": seed, "prompt": prompt_style}
+
+
+def _plan(task: Task, prompts: dict[str, str], done: dict[str, int], n: int,
+          rows_per_call: int) -> list[list[tuple[Problem, int, int]]]:
+    """Chunks of (problem, first sample index, count), each about `rows_per_call` rows.
+
+    Problems are ordered by prompt length so each batch pads little.
+    """
+    order = sorted(task.problems, key=lambda p: (len(prompts[p.problem_id]), p.problem_id))
+    chunks: list[list[tuple[Problem, int, int]]] = []
+    cur: list[tuple[Problem, int, int]] = []
+    room = rows_per_call
+    for p in order:
+        start = done.get(p.problem_id, 0)
+        need = n - start
+        while need > 0:
+            take = min(need, room)
+            cur.append((p, start, take))
+            start += take
+            need -= take
+            room -= take
+            if room == 0:
+                chunks.append(cur)
+                cur, room = [], rows_per_call
+    if cur:
+        chunks.append(cur)
+    return chunks
+
+
+def _verify_and_store(verifier: Verifier, store: Store, key: str,
+                      chunk: list[tuple[Problem, int, int]],
+                      completions: list[list[Completion]]) -> int:
+    verdicts = verifier.score_many([(p, [c.text for c in comps])
+                                    for (p, _, _), comps in zip(chunk, completions)])
+    rows = []
+    for (p, start, _), comps, vs in zip(chunk, completions, verdicts):
+        for j, (comp, v) in enumerate(zip(comps, vs)):
+            info = dict(v.info) if v.info else {}
+            if comp.finish != "eos":
+                info["finish"] = comp.finish
+            rows.append(SampleRow(p.problem_id, start + j, comp.text, v.extracted, v.correct,
+                                  v.strict, v.outcome, comp.n_tokens, info or None))
+    store.add_samples(key, rows)
+    return len(rows)
+
+
+def sample_into_store(task: Task, sampler: Sampler, verifier: Verifier, store: Store, key: str,
+                      n: int, gen: GenSettings, seed: int, tokenizer: Any = None,
+                      progress: bool = True, desc: str = "sampling") -> int:
+    """Bring every problem of `task` to n stored samples under `key`. Returns new samples."""
+    prompts = {p.problem_id: task.render(p, tokenizer) for p in task.problems}
+    done = store.counts_done(key)
+    chunks = _plan(task, prompts, done, n, sampler.rows_per_call)
+    total = sum(cnt for ch in chunks for _, _, cnt in ch)
+    if total == 0:
+        return 0
+    already = sum(min(done.get(p.problem_id, 0), n) for p in task.problems)
+    bar = tqdm(total=len(task) * n, initial=already, desc=desc, unit="sample", disable=not progress,
+               dynamic_ncols=True)
+    pending: Future | None = None
+    written = 0
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for chunk in chunks:
+            # A seed per chunk that depends on what is sampled, not on how far an earlier run got.
+            chunk_seed = _chunk_seed(seed, chunk)
+            comps = sampler.generate([(prompts[p.problem_id], cnt) for p, _, cnt in chunk], gen,
+                                     chunk_seed)
+            if pending is not None:
+                written += pending.result()
+            pending = pool.submit(_verify_and_store, verifier, store, key, chunk, comps)
+            bar.update(sum(cnt for _, _, cnt in chunk))
+        if pending is not None:
+            written += pending.result()
+    bar.close()
+    return written
+
+
+def _chunk_seed(seed: int, chunk: Sequence[tuple[Problem, int, int]]) -> int:
+    p, start, _ = chunk[0]
+    digest = hashlib.sha256(f"{seed}:{p.problem_id}:{start}".encode()).digest()
+    return int.from_bytes(digest[:4], "little")
+
+
+def result_from_store(store: Store, key: str, task: Task, n: int | None = None,
+                      bootstrap_iters: int = 1000, ci: float = 0.95, model_name: str = "",
+                      seconds: float = 0.0, new_samples: int = 0) -> ProbeResult:
+    """Counts and curves for `task`'s problems from the store (first n samples of each)."""
+    ids = [p.problem_id for p in task.problems]
+    counts = store.counts(key, ids, n_max=n)
+    missing = [pc.problem_id for pc in counts if pc.n == 0]
+    if missing:
+        raise ValueError(f"{len(missing)} problem(s) have no samples in probe {key}, "
+                         f"e.g. {missing[:3]}")
+    n_arr = np.array([pc.n for pc in counts])
+    c_arr = np.array([pc.c for pc in counts])
+    notes = []
+    if n_arr.min() != n_arr.max():
+        notes.append(f"samples per problem range from {n_arr.min()} to {n_arr.max()}: "
+                     f"pass@k curves go up to the smallest n, k = {n_arr.min()}")
+    strict_known = all(pc.c_strict is not None for pc in counts)
+    c_strict = np.array([pc.c_strict for pc in counts]) if strict_known else None
+    curve = compute_curve(n_arr, c_arr, bootstrap_iters=bootstrap_iters, ci=ci)
+    curve_strict = (compute_curve(n_arr, c_strict, bootstrap_iters=bootstrap_iters, ci=ci)
+                    if c_strict is not None else None)
+    return ProbeResult(key, model_name, task.name, ids, n_arr, c_arr, c_strict, curve, curve_strict,
+                       new_samples, seconds, tuple(notes))
+
+
+def probe_model(task: Task, sampler: Sampler, verifier: Verifier, store: Store, model_fp: str,
+                n: int, gen: GenSettings, seed: int = 0, tokenizer: Any = None,
+                model_name: str = "", bootstrap_iters: int = 1000, ci: float = 0.95,
+                progress: bool = True, meta: dict | None = None) -> ProbeResult:
+    """Probe one model on one task: resume or extend what the store holds, then compute curves."""
+    style = "chat" if (task.chat and tokenizer is not None and getattr(tokenizer, "chat_template", None)) else "raw"
+    settings = sampling_settings(gen, seed, style)
+    key = probe_key(model_fp, task.fingerprint(), settings)
+    store.ensure_probe(key, model_fp, task.fingerprint(), settings, model_name, task.name, meta)
+    t0 = time.time()
+    new = sample_into_store(task, sampler, verifier, store, key, n, gen, seed, tokenizer, progress,
+                            desc=f"probe {model_name or 'model'} on {task.name}")
+    return result_from_store(store, key, task, n, bootstrap_iters, ci, model_name,
+                             time.time() - t0, new)
+
+
+# -- external samples ---------------------------------------------------------------------------
+def read_samples_file(path: str | Path, task: Task) -> dict[str, list[str]]:
+    """{problem_id: [completion, ...]} from a JSONL of {"problem_id", "completion"} lines."""
+    per: dict[str, list[str]] = {}
+    for lineno, obj in iter_jsonl(path):
+        for field_name in ("problem_id", "completion"):
+            if field_name not in obj:
+                raise DataError(f"{path}:{lineno}: missing field {field_name!r}")
+        pid = str(obj["problem_id"])
+        if not task.has(pid):
+            raise DataError(f"{path}:{lineno}: unknown problem_id {pid!r} for task {task.name!r}")
+        if not isinstance(obj["completion"], str):
+            raise DataError(f"{path}:{lineno}: 'completion' must be a string")
+        per.setdefault(pid, []).append(obj["completion"])
+    if not per:
+        raise DataError(f"{path}: no samples")
+    return per
+
+
+def score_samples_file(task: Task, path: str | Path, verifier: Verifier, store: Store,
+                       bootstrap_iters: int = 1000, ci: float = 0.95, progress: bool = True,
+                       chunk_rows: int = 512) -> tuple[ProbeResult, Task]:
+    """Score completions made by any engine. Only problems present in the file are scored."""
+    t0 = time.time()
+    per = read_samples_file(path, task)
+    sub = Task(task.name, [p for p in task.problems if p.problem_id in per], task.template,
+               task.verifier, task.chat, task.system)
+    file_fp = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    model_fp = "samples:" + file_fp
+    settings = {"source": "external", "file": str(Path(path).name)}
+    key = probe_key(model_fp, task.fingerprint(), settings)
+    store.ensure_probe(key, model_fp, task.fingerprint(), settings, f"samples:{Path(path).name}",
+                       task.name)
+    done = store.counts_done(key)
+    todo = [(p, done.get(p.problem_id, 0)) for p in sub.problems
+            if done.get(p.problem_id, 0) < len(per[p.problem_id])]
+    total = sum(len(per[p.problem_id]) - start for p, start in todo)
+    bar = tqdm(total=total, desc="scoring", unit="sample", disable=not progress or total == 0)
+    new = 0
+    chunk: list[tuple[Problem, int, int]] = []
+    comps: list[list[Completion]] = []
+    rows = 0
+    for p, start in todo:
+        texts = per[p.problem_id][start:]
+        chunk.append((p, start, len(texts)))
+        comps.append([Completion(t, -1, "external") for t in texts])
+        rows += len(texts)
+        if rows >= chunk_rows:
+            new += _verify_and_store(verifier, store, key, chunk, comps)
+            bar.update(rows)
+            chunk, comps, rows = [], [], 0
+    if chunk:
+        new += _verify_and_store(verifier, store, key, chunk, comps)
+        bar.update(rows)
+    bar.close()
+    res = result_from_store(store, key, sub, None, bootstrap_iters, ci,
+                            f"samples:{Path(path).name}", time.time() - t0, new)
+    if len(sub) < len(task):
+        res.notes = res.notes + (f"{len(sub)} of {len(task)} problems have samples; only those are scored",)
+    return res, sub
+
+
+def export_prompts(task: Task, path: str | Path, tokenizer: Any = None) -> Path:
+    """One line per problem: the exact prompt string our samplers use, and the gold answer."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for p in task.problems:
+            f.write(json.dumps({"problem_id": p.problem_id, "prompt": task.render(p, tokenizer),
+                                "answer": p.answer}, ensure_ascii=False) + "\n")
+    return path

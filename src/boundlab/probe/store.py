@@ -1,0 +1,178 @@
+"""The probe store: every sample of every probe, per problem, in one SQLite file (WAL mode).
+
+- A probe is keyed by (model fingerprint, task fingerprint, sampling settings). `n` is not part of
+  the key: raising n later samples only the missing completions.
+- Samples are inserted one generate batch per transaction. A probe killed at any moment loses at
+  most the batch in flight; rerunning the same command continues from the stored counts. The
+  primary key (probe, problem, sample index) makes a duplicate impossible, not just unlikely.
+- WAL lets a training run and a detached probe worker (other processes) share one store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS probes (
+    key TEXT PRIMARY KEY,
+    model_fp TEXT NOT NULL,
+    task_fp TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    model_name TEXT,
+    task_name TEXT,
+    created REAL,
+    meta TEXT
+);
+CREATE TABLE IF NOT EXISTS samples (
+    key TEXT NOT NULL,
+    problem_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    extracted TEXT,
+    correct INTEGER NOT NULL,
+    strict INTEGER,
+    outcome TEXT,
+    n_tokens INTEGER,
+    info TEXT,
+    PRIMARY KEY (key, problem_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS file_hashes (
+    path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    sha TEXT NOT NULL,
+    PRIMARY KEY (path, size, mtime_ns)
+);
+"""
+
+
+@dataclass
+class SampleRow:
+    problem_id: str
+    idx: int
+    text: str
+    extracted: str | None
+    correct: bool
+    strict: bool | None
+    outcome: str
+    n_tokens: int
+    info: dict[str, Any] | None = None
+
+
+@dataclass
+class ProblemCounts:
+    problem_id: str
+    n: int
+    c: int
+    # Correct with a valid chain of thought; None when the verifier cannot check traces.
+    c_strict: int | None
+
+
+def probe_key(model_fp: str, task_fp: str, settings: dict[str, Any]) -> str:
+    blob = json.dumps({"model": model_fp, "task": task_fp, "settings": settings}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+class Store:
+    def __init__(self, path: str | Path):
+        self.path = Path(path).expanduser()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(self.path), timeout=60, isolation_level=None,
+                                  check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(_SCHEMA)
+
+    # -- probes -------------------------------------------------------------------------------
+    def ensure_probe(self, key: str, model_fp: str, task_fp: str, settings: dict[str, Any],
+                     model_name: str = "", task_name: str = "", meta: dict | None = None) -> None:
+        self.db.execute(
+            "INSERT OR IGNORE INTO probes VALUES (?,?,?,?,?,?,?,?)",
+            (key, model_fp, task_fp, json.dumps(settings, sort_keys=True), model_name, task_name,
+             time.time(), json.dumps(meta or {})),
+        )
+
+    def probe_info(self, key: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT * FROM probes WHERE key=?", (key,)).fetchone()
+        if row is None:
+            return None
+        cols = [d[0] for d in self.db.execute("SELECT * FROM probes LIMIT 0").description]
+        info = dict(zip(cols, row))
+        info["settings"] = json.loads(info["settings"])
+        info["meta"] = json.loads(info["meta"] or "{}")
+        return info
+
+    def list_probes(self) -> list[dict[str, Any]]:
+        keys = [r[0] for r in self.db.execute("SELECT key FROM probes ORDER BY created")]
+        return [self.probe_info(k) for k in keys]  # type: ignore[misc]
+
+    # -- samples ------------------------------------------------------------------------------
+    def counts_done(self, key: str) -> dict[str, int]:
+        """Samples stored so far, per problem."""
+        return dict(self.db.execute(
+            "SELECT problem_id, COUNT(*) FROM samples WHERE key=? GROUP BY problem_id", (key,)))
+
+    def add_samples(self, key: str, rows: Sequence[SampleRow]) -> None:
+        """Insert one batch atomically; a duplicate (problem, idx) raises and inserts nothing."""
+        if not rows:
+            return
+        data = [
+            (key, r.problem_id, r.idx, r.text, r.extracted, int(r.correct),
+             None if r.strict is None else int(r.strict), r.outcome, r.n_tokens,
+             json.dumps(r.info) if r.info else None)
+            for r in rows
+        ]
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?,?,?,?,?)", data)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def counts(self, key: str, problem_ids: Iterable[str] | None = None,
+               n_max: int | None = None) -> list[ProblemCounts]:
+        """(n, c) per problem. With `n_max`, only each problem's first n_max samples count."""
+        q = ("SELECT problem_id, COUNT(*), SUM(correct), SUM(strict), COUNT(strict) FROM samples "
+             "WHERE key=?" + (" AND idx < ?" if n_max is not None else "") + " GROUP BY problem_id")
+        args: tuple = (key, n_max) if n_max is not None else (key,)
+        got = {pid: ProblemCounts(pid, n, int(c or 0), int(s or 0) if ns else None)
+               for pid, n, c, s, ns in self.db.execute(q, args)}
+        if problem_ids is None:
+            return sorted(got.values(), key=lambda pc: pc.problem_id)
+        return [got.get(pid, ProblemCounts(pid, 0, 0, None)) for pid in problem_ids]
+
+    def samples(self, key: str, problem_id: str | None = None,
+                correct: bool | None = None) -> list[SampleRow]:
+        q = "SELECT problem_id, idx, text, extracted, correct, strict, outcome, n_tokens, info " \
+            "FROM samples WHERE key=?"
+        args: list[Any] = [key]
+        if problem_id is not None:
+            q += " AND problem_id=?"
+            args.append(problem_id)
+        if correct is not None:
+            q += " AND correct=?"
+            args.append(int(correct))
+        q += " ORDER BY problem_id, idx"
+        return [SampleRow(pid, idx, text, ext, bool(c), None if s is None else bool(s), out, nt,
+                          json.loads(info) if info else None)
+                for pid, idx, text, ext, c, s, out, nt, info in self.db.execute(q, args)]
+
+    # -- file hashes (model fingerprints) -----------------------------------------------------
+    def get_file_hash(self, path: str, size: int, mtime_ns: int) -> str | None:
+        row = self.db.execute("SELECT sha FROM file_hashes WHERE path=? AND size=? AND mtime_ns=?",
+                              (path, size, mtime_ns)).fetchone()
+        return row[0] if row else None
+
+    def put_file_hash(self, path: str, size: int, mtime_ns: int, sha: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO file_hashes VALUES (?,?,?,?)",
+                        (path, size, mtime_ns, sha))
+
+    def close(self) -> None:
+        self.db.close()

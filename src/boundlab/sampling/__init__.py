@@ -1,0 +1,47 @@
+"""Samplers by name: `hf` (transformers generate) and `vllm` (GPU)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from boundlab.registry import Registry
+from boundlab.sampling.base import Completion, GenSettings, Sampler
+
+SAMPLERS: Registry[Sampler] = Registry("sampler")
+
+
+@SAMPLERS.register("hf")
+def _hf(model_cfg: Any, sampler_cfg: Any, model: Any = None, tokenizer: Any = None) -> Sampler:
+    from boundlab.models import load_model, load_tokenizer, resolve_model_path
+    from boundlab.sampling.hf import HFSampler
+
+    device = pick_device(sampler_cfg.device)
+    if model is None:
+        resolved = resolve_model_path(model_cfg)
+        tokenizer = tokenizer or load_tokenizer(model_cfg, resolved)
+        model = load_model(model_cfg, device, resolved)
+    return HFSampler(model, tokenizer, batch_size=sampler_cfg.batch_size)
+
+
+@SAMPLERS.register("vllm")
+def _vllm(model_cfg: Any, sampler_cfg: Any, model: Any = None, tokenizer: Any = None) -> Sampler:
+    from boundlab.sampling.vllm import VLLMSampler
+
+    return VLLMSampler(model_cfg, sampler_cfg)
+
+
+def pick_device(name: str) -> str:
+    import torch
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("sampler.device=cuda but no CUDA device is visible")
+    return name
+
+
+def build_sampler(model_cfg: Any, sampler_cfg: Any, **kw: Any) -> Sampler:
+    return SAMPLERS.get(sampler_cfg.name)(model_cfg, sampler_cfg, **kw)
+
+
+__all__ = ["SAMPLERS", "Completion", "GenSettings", "Sampler", "build_sampler", "pick_device"]

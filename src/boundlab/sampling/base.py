@@ -1,0 +1,55 @@
+"""The sampler interface: prompts in, completions out, one engine behind each implementation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    # Generated tokens up to and including EOS (or the stop string), excluding padding.
+    n_tokens: int
+    # Why generation ended: "eos", "stop" (a stop string) or "length" (max_new_tokens).
+    finish: str = "eos"
+
+
+@dataclass(frozen=True)
+class GenSettings:
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 256
+    stop: tuple[str, ...] = ()
+
+
+class Sampler:
+    """Draws `count` completions for each prompt.
+
+    `rows_per_call` tells the probe how many (prompt x sample) rows to hand over per call: the
+    batch for `generate`, or a large chunk for engines that schedule their own batches (vLLM).
+    """
+
+    name = "base"
+    rows_per_call = 64
+
+    def generate(self, requests: Sequence[tuple[str, int]], settings: GenSettings,
+                 seed: int) -> list[list[Completion]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
+    """Cut `text` at the first occurrence of any stop string (the stop string is dropped)."""
+    first = -1
+    for s in stop:
+        if not s:
+            continue
+        i = text.find(s)
+        if i != -1 and (first == -1 or i < first):
+            first = i
+    if first == -1:
+        return text, False
+    return text[:first], True

@@ -1,0 +1,88 @@
+"""Hugging Face `generate`, batched across problems and samples, on CPU or GPU.
+
+Every call packs rows from several problems into one left-padded batch: on a small model per-call
+overhead dominates, so this beats `generate(num_return_sequences=n)` per problem by a wide margin
+(see bench/bench_probe.py). The probe sorts problems by prompt length first, which keeps padding low.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from boundlab.sampling.base import Completion, GenSettings, Sampler, cut_at_stop
+
+
+class HFSampler(Sampler):
+    name = "hf"
+
+    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 64):
+        self.model = model
+        self.tok = tokenizer
+        self.rows_per_call = int(batch_size)
+        self.device = next(model.parameters()).device
+        eos = model.generation_config.eos_token_id
+        if eos is None:
+            eos = tokenizer.eos_token_id
+        self.eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos])
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(self.eos_ids))
+
+    def _encode(self, prompts: list[str]) -> dict[str, torch.Tensor]:
+        bos = self.tok.bos_token
+        # A chat template already contains BOS; adding another shifts the distribution.
+        add_special = not (bos and all(p.startswith(bos) for p in prompts))
+        enc = self.tok(prompts, return_tensors="pt", padding=True, add_special_tokens=add_special)
+        return {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+
+    @torch.inference_mode()
+    def generate(self, requests: Sequence[tuple[str, int]], settings: GenSettings,
+                 seed: int) -> list[list[Completion]]:
+        rows = [p for p, count in requests for _ in range(count)]
+        out: list[Completion] = []
+        for start in range(0, len(rows), self.rows_per_call):
+            out.extend(self._generate_rows(rows[start : start + self.rows_per_call], settings,
+                                           seed + start))
+        grouped, i = [], 0
+        for _, count in requests:
+            grouped.append(out[i : i + count])
+            i += count
+        return grouped
+
+    def _generate_rows(self, rows: list[str], s: GenSettings, seed: int) -> list[Completion]:
+        enc = self._encode(rows)
+        torch.manual_seed(seed)
+        kwargs: dict[str, Any] = dict(
+            max_new_tokens=s.max_new_tokens,
+            pad_token_id=self.pad_id,
+            eos_token_id=sorted(self.eos_ids),
+        )
+        if s.temperature > 0:
+            # top_k=0 switches off transformers' default top-k of 50, which would bias pass@k.
+            kwargs.update(do_sample=True, temperature=s.temperature, top_p=s.top_p, top_k=0)
+        else:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        if s.stop:
+            kwargs.update(stop_strings=list(s.stop), tokenizer=self.tok)
+        seq = self.model.generate(**enc, **kwargs)
+        gen = seq[:, enc["input_ids"].shape[1] :].tolist()
+        texts_ids, counts, finishes = [], [], []
+        for ids in gen:
+            end = len(ids)
+            finish = "length"
+            for j, t in enumerate(ids):
+                if t in self.eos_ids:
+                    end, finish = j + 1, "eos"
+                    break
+            texts_ids.append(ids[:end])
+            counts.append(end)
+            finishes.append(finish)
+        texts = self.tok.batch_decode(texts_ids, skip_special_tokens=True)
+        result = []
+        for text, n_tok, fin in zip(texts, counts, finishes):
+            if s.stop:
+                text, hit = cut_at_stop(text, s.stop)
+                if hit:
+                    fin = "stop"
+            result.append(Completion(text, n_tok, fin))
+        return result

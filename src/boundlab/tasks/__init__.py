@@ -1,0 +1,50 @@
+"""Tasks by name: `build_task(cfg)` turns a task config into a `Task`.
+
+Adding a task: write a factory `fn(cfg) -> Task` and decorate it with `@TASKS.register("name")`
+in a module imported below, then add `conf/task/<name>.yaml`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from boundlab.registry import Registry
+from boundlab.tasks.base import Problem, Task
+
+TASKS: Registry[Task] = Registry("task")
+
+# Modules that register tasks (import for side effects).
+from boundlab.tasks import jsonl as _jsonl  # noqa: E402,F401
+from boundlab.tasks import mmath as _mmath  # noqa: E402,F401
+
+try:  # the toy world and code tasks register themselves when present
+    from boundlab.toyworld import task as _toy  # noqa: E402,F401
+except ImportError:  # pragma: no cover
+    pass
+try:
+    from boundlab.tasks import code as _code  # noqa: E402,F401
+except ImportError:  # pragma: no cover
+    pass
+
+
+def build_task(cfg: Any) -> Task:
+    """Build the task named by `cfg.name`, then apply the generic options (limit, template...)."""
+    task = TASKS.get(cfg.name)(cfg)
+    if getattr(cfg, "template", None):
+        task.template = cfg.template
+    if getattr(cfg, "chat", None) is not None:
+        task.chat = bool(cfg.chat)
+    if getattr(cfg, "system", None):
+        task.system = cfg.system
+    if getattr(cfg, "verifier", None):
+        task.verifier = cfg.verifier
+    limit = getattr(cfg, "limit", None)
+    if limit:
+        task = Task(task.name, task.problems[: int(limit)], task.template, task.verifier,
+                    task.chat, task.system)
+    if not task.problems:
+        raise ValueError(f"task {cfg.name!r} has no problems")
+    return task
+
+
+__all__ = ["TASKS", "Problem", "Task", "build_task"]

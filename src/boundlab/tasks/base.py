@@ -1,0 +1,75 @@
+"""Problems and tasks.
+
+A *problem* is a prompt plus what is needed to check an answer. A *task* is a named list of
+problems, a prompt template and the name of the verifier that judges completions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Problem:
+    problem_id: str
+    # The question text, before any template is applied.
+    question: str
+    # The gold answer (math/toy), or "" for code tasks whose check lives in `meta`.
+    answer: str
+    # Task-specific data: tags for breakdowns (level, subject, hard/easy), unit tests, entry points.
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Task:
+    name: str
+    problems: list[Problem]
+    # Python format string with a `{question}` field.
+    template: str = "{question}"
+    # Name of the verifier in `boundlab.verify.VERIFIERS`.
+    verifier: str = "math"
+    # Apply the tokenizer's chat template (when it has one) around the rendered prompt.
+    chat: bool = False
+    # Optional system message used with the chat template.
+    system: str | None = None
+
+    def __post_init__(self) -> None:
+        ids = [p.problem_id for p in self.problems]
+        if len(set(ids)) != len(ids):
+            dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
+            raise ValueError(f"task {self.name!r}: duplicate problem_id(s) {dup}")
+        self._by_id = {p.problem_id: p for p in self.problems}
+
+    def __len__(self) -> int:
+        return len(self.problems)
+
+    def by_id(self, problem_id: str) -> Problem:
+        return self._by_id[problem_id]
+
+    def has(self, problem_id: str) -> bool:
+        return problem_id in self._by_id
+
+    def render(self, problem: Problem, tokenizer: Any = None) -> str:
+        """The exact prompt string a sampler feeds the model."""
+        text = self.template.format(question=problem.question)
+        if self.chat and tokenizer is not None and getattr(tokenizer, "chat_template", None):
+            messages = []
+            if self.system:
+                messages.append({"role": "system", "content": self.system})
+            messages.append({"role": "user", "content": text})
+            return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return text
+
+    def fingerprint(self) -> str:
+        """Changes whenever anything that affects sampling or scoring changes."""
+        h = hashlib.sha256()
+        head = {"name": self.name, "template": self.template, "verifier": self.verifier,
+                "chat": self.chat, "system": self.system}
+        h.update(json.dumps(head, sort_keys=True).encode())
+        for p in self.problems:
+            h.update(json.dumps([p.problem_id, p.question, p.answer, p.meta], sort_keys=True,
+                                default=str).encode())
+        return h.hexdigest()[:16]
