@@ -10,12 +10,17 @@
   the parent enforces a hard deadline and replaces a worker that overruns it.
 - Answers longer than `max_answer_chars` are judged `too_long` without parsing.
 
-A call is exactly `verify(parse("$gold$"), parse("$answer$"))`, so the verdict is the same one a
-plain math-verify call gives; only the work is shared.
+- When gold and answer are both plain integers (every AIME answer, most of MATH), the verdict is
+  integer equality, decided in the parent with no parse at all. That is exactly what math-verify
+  concludes for such pairs (tests/unit/test_math_verifier.py checks a grid of them against it).
+
+Otherwise a call is exactly `verify(parse("$gold$"), parse("$answer$"))`, so the verdict is the one
+a plain math-verify call gives; only the work is shared.
 """
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from typing import Any, Sequence
 
@@ -45,6 +50,15 @@ def plain_math_verify(gold: str, answer: str) -> bool:
 
 
 _GOLD_CACHE: dict[str, Any] = {}
+_INTEGER = re.compile(r"-?\d{1,18}")
+
+
+def fast_verdict(gold: str, answer: str) -> bool | None:
+    """Integer vs integer: decided without math-verify. None means "ask math-verify"."""
+    g, a = gold.strip(), answer.strip()
+    if _INTEGER.fullmatch(g) and _INTEGER.fullmatch(a):
+        return int(g) == int(a)
+    return None
 
 
 def _worker_init() -> None:
@@ -92,15 +106,23 @@ class MathVerifier(Verifier):
         extracted = [[extract_math_answer(c) for c in comps] for _, comps in items]
         # Distinct (gold, answer) pairs that still need a math-verify call.
         todo: list[tuple[str, str]] = []
-        seen: set[tuple[str, str]] = set()
+        decided: dict[tuple[str, str], tuple[bool, str]] = {}
         for (problem, _), answers in zip(items, extracted):
             gold = problem.answer
             for a in answers:
                 if a is None or len(a) > self.max_answer_chars:
                     continue
                 key = (gold, a)
-                if key not in self._cache and key not in seen:
-                    seen.add(key)
+                if key in decided:
+                    continue
+                hit = self._cache.get(key)
+                fast = fast_verdict(gold, a) if hit is None else None
+                if hit is not None:
+                    decided[key] = hit
+                elif fast is not None:
+                    decided[key] = (fast, "correct" if fast else "wrong")
+                else:
+                    decided[key] = (False, "pending")
                     todo.append(key)
         results = self.pool.map(todo)
         self.calls += len(todo)
@@ -113,6 +135,7 @@ class MathVerifier(Verifier):
                 verdict = (False, "error")
             else:
                 verdict = (bool(res), "correct" if res else "wrong")
+            decided[key] = verdict
             self._put(key, verdict)
         out: list[list[Verdict]] = []
         for (problem, _), answers in zip(items, extracted):
@@ -123,7 +146,7 @@ class MathVerifier(Verifier):
                 elif len(a) > self.max_answer_chars:
                     row.append(Verdict(False, a[:200] + "...", "too_long"))
                 else:
-                    ok, outcome = self._cache[(problem.answer, a)]
+                    ok, outcome = decided[(problem.answer, a)]
                     row.append(Verdict(ok, a, outcome))
             out.append(row)
         return out

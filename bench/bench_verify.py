@@ -1,0 +1,105 @@
+"""Verification benchmark: our math verifier vs one plain math-verify call per answer.
+
+Answers come with realistic duplication: at n samples per problem, a model repeats a handful of
+answers (the gold in a few equivalent forms, common wrong answers, and a tail of one-offs). Both
+sides see the same extracted answers; verdicts must be identical.
+
+    python bench/bench_verify.py [--problems 40] [--n 256] [--workers 2]
+
+Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+
+from boundlab.tasks import build_task
+from boundlab.tasks.base import Problem
+from boundlab.verify.extract import extract_math_answer
+from boundlab.verify.math import MathVerifier, plain_math_verify
+
+
+def candidate_answers(gold: str, rng: random.Random) -> list[str]:
+    forms = [gold, gold.replace("\\frac", "\\dfrac"), f"{gold} "]
+    try:
+        v = int(gold)
+        forms += [str(v) + ".0", f"{v}.00"]
+        wrong = [str(v + d) for d in (1, -1, 2, 10, -3)] + [str(v * 2), str(-v)]
+    except ValueError:
+        wrong = [f"{gold}+1", f"2{gold}", f"-{gold}", "0", "1", "\\frac{1}{2}", "\\sqrt{2}"]
+    tail = [str(rng.randint(0, 999)) for _ in range(30)]
+    return forms + wrong + tail
+
+
+# Zipf exponents of the answer distribution: "trained" is a model that has mostly converged on
+# an answer (most problems repeat a few answers), "weak" one that scatters.
+SCENARIOS = {"trained": 2.5, "mixed": 1.6, "weak": 1.1}
+
+
+def make_items(problems: list[Problem], n: int, zipf: float, seed: int = 0):
+    rng = random.Random(seed)
+    items = []
+    for p in problems:
+        cands = candidate_answers(p.answer, rng)
+        # Zipf-like weights: the first few answers carry most of the mass.
+        weights = [1.0 / (i + 1) ** zipf for i in range(len(cands))]
+        comps = [f"Step by step... so the result is \\boxed{{{a}}}."
+                 for a in rng.choices(cands, weights=weights, k=n)]
+        items.append((p, comps))
+    return items
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--problems", type=int, default=40)
+    ap.add_argument("--n", type=int, default=256)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--scenario", choices=sorted(SCENARIOS), default="mixed")
+    args = ap.parse_args()
+
+    cfg = type("C", (), {"name": "math500", "template": None, "chat": None, "system": None,
+                         "verifier": None, "limit": args.problems})()
+    items = make_items(build_task(cfg).problems, args.n, SCENARIOS[args.scenario])
+    total = sum(len(c) for _, c in items)
+    distinct = sum(len({extract_math_answer(x) for x in c}) for _, c in items)
+
+    # Plain: extract, then one math-verify call (parse gold, parse answer, verify) per answer.
+    plain_math_verify("1", "1")  # import and warm up outside the timing
+    t = time.perf_counter()
+    plain = [[plain_math_verify(p.answer, extract_math_answer(c) or "") for c in comps]
+             for p, comps in items]
+    plain_s = time.perf_counter() - t
+
+    v = MathVerifier(workers=args.workers)
+    t = time.perf_counter()
+    v.pool.start()
+    v.pool.map([("1", "1")] * args.workers)  # workers up and warm
+    startup_s = time.perf_counter() - t
+    v.calls = 0
+    t = time.perf_counter()
+    ours_v = v.score_many(items)
+    ours_s = time.perf_counter() - t
+    v.close()
+    ours = [[x.correct for x in row] for row in ours_v]
+
+    mismatches = sum(a != b for ra, rb in zip(plain, ours) for a, b in zip(ra, rb))
+    print(json.dumps({
+        "benchmark": "verify", "scenario": args.scenario, "zipf_exponent": SCENARIOS[args.scenario],
+        "problems": len(items), "samples_per_problem": args.n, "answers": total,
+        "distinct_answers_per_problem": round(distinct / len(items), 2),
+        "math_verify_calls_ours": v.calls,
+        "plain_seconds": round(plain_s, 3), "plain_answers_per_s": round(total / plain_s, 1),
+        "ours_seconds": round(ours_s, 3), "ours_answers_per_s": round(total / ours_s, 1),
+        "ours_worker_startup_seconds": round(startup_s, 3),
+        "speedup": round(plain_s / ours_s, 1),
+        "speedup_including_startup": round(plain_s / (ours_s + startup_s), 1),
+        "verdicts_identical": mismatches == 0, "mismatches": mismatches,
+        "correct_fraction": round(sum(map(sum, ours)) / total, 4),
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()
