@@ -139,7 +139,117 @@ class ProbeMain:
     samples: Optional[str] = None
 
 
+@dataclass
+class AlgoConfig:
+    # Registry name of the algorithm: grpo (more in boundlab.algos).
+    name: str = "grpo"
+    # Optimizer step size. TRL's GRPO default (1e-6) is far too small for the toy model.
+    learning_rate: float = 2e-4
+    # Completions sampled per prompt (the paper's rollout count).
+    num_generations: int = 8
+    # KL coefficient to the reference model; 0 loads no reference model at all.
+    beta: float = 0.0
+    # TRL loss aggregation: grpo, dapo, dr_grpo, bnpo.
+    loss_type: str = "grpo"
+    # Reward scaling: group (divide by group std), batch, none.
+    scale_rewards: str = "group"
+    # PPO-style clip range; epsilon_high (clip-higher) defaults to epsilon when null.
+    epsilon: float = 0.2
+    epsilon_high: Optional[float] = None
+    # Policy updates per generated batch.
+    num_iterations: int = 1
+    # Longest completion during training, in tokens.
+    max_completion_length: int = 32
+    # Sampling temperature of the rollouts.
+    temperature: float = 1.0
+    # Completions per device per optimizer step (a multiple of num_generations).
+    per_device_train_batch_size: int = 32
+    gradient_accumulation_steps: int = 1
+    weight_decay: float = 0.0
+    warmup_steps: int = 0
+    max_grad_norm: float = 1.0
+    lr_scheduler_type: str = "constant"
+
+
+@dataclass
+class BackendConfig:
+    # cpu, gpu, zero2, zero3.
+    name: str = "cpu"
+    # Force the CPU even when a GPU is visible.
+    use_cpu: bool = True
+    # bf16 mixed precision (GPUs only; TRL turns it on by default, which fails on CPU).
+    bf16: bool = False
+    # DeepSpeed JSON config (ZeRO-2/3), used when launched with `accelerate launch`.
+    deepspeed: Optional[str] = None
+    # torch.distributed backend: null (auto), nccl, gloo (CPU multi-process).
+    ddp_backend: Optional[str] = None
+    # Trade compute for memory on large models.
+    gradient_checkpointing: bool = False
+    # torch intra-op threads on CPU; null = one per core.
+    torch_threads: Optional[int] = None
+
+
+@dataclass
+class PeftConfig:
+    # Train LoRA adapters instead of all weights (large models).
+    enabled: bool = False
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    # Module names to adapt; "all-linear" adapts every linear layer.
+    target_modules: str = "all-linear"
+
+
+@dataclass
+class TrainLoop:
+    # Optimizer steps in total.
+    max_steps: int = 300
+    # Save (and so probe) a checkpoint every this many steps.
+    save_steps: int = 75
+    # Log training metrics every this many steps.
+    logging_steps: int = 5
+    # Seed for data order, rollouts and initialisation of any new heads.
+    seed: int = 0
+    # Keep at most this many checkpoints on disk (null = all; probes keep their results anyway).
+    save_total_limit: Optional[int] = None
+    # inline: probe each checkpoint in the training process (training waits);
+    # detached: only record it, for a `python probe.py watch=RUN_DIR` worker.
+    probe_mode: str = "inline"
+    # Probe the base model before training (cached in the store across runs).
+    probe_base: bool = True
+    # Which split of the task to train on (the probe uses task.split).
+    train_split: str = "train"
+
+
+@dataclass
+class TrainMain:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    task: TaskConfig = field(default_factory=TaskConfig)
+    probe: ProbeSettings = field(default_factory=ProbeSettings)
+    sampler: SamplerConfig = field(default_factory=SamplerConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
+    verify: VerifyConfig = field(default_factory=VerifyConfig)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    peft: PeftConfig = field(default_factory=PeftConfig)
+    train: TrainLoop = field(default_factory=TrainLoop)
+    # Resume this run dir (its latest complete checkpoint, the same W&B run). null = a new run.
+    resume: Optional[str] = None
+
+
+def _toy_model(which: str = "base") -> str:
+    from boundlab.toyworld import paths
+
+    return str({"base": paths.base_model_dir, "teacher": paths.teacher_model_dir}[which]())
+
+
 def register_configs() -> None:
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.has_resolver("toy_model"):
+        # ${toy_model:base} / ${toy_model:teacher}: the shipped toy models, wherever installed.
+        OmegaConf.register_new_resolver("toy_model", _toy_model)
     cs = ConfigStore.instance()
     cs.store(name="probe_schema", node=ProbeMain)
     cs.store(group="model", name="schema", node=ModelConfig)
@@ -147,6 +257,9 @@ def register_configs() -> None:
     cs.store(group="probe", name="schema", node=ProbeSettings)
     cs.store(group="sampler", name="schema", node=SamplerConfig)
     cs.store(group="logger", name="schema", node=LoggerConfig)
+    cs.store(name="train_schema", node=TrainMain)
+    cs.store(group="algo", name="schema", node=AlgoConfig)
+    cs.store(group="backend", name="schema", node=BackendConfig)
 
 
 def to_dict(cfg: Any) -> dict:

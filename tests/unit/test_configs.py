@@ -28,9 +28,13 @@ def group_cases():
     cases = []
     for primary in PRIMARY:
         cfg = _compose(primary)
-        for group in ("model", "task", "probe", "sampler", "logger"):
+        for group in ("model", "task", "probe", "sampler", "logger", "algo", "backend"):
             if group in cfg:
                 cases += [(primary, group, opt) for opt in options(group)]
+        # Override-only groups (`# @package _global_`) of the training config.
+        if "algo" in cfg:
+            cases += [(primary, group, opt) for group in ("debug", "experiment")
+                      for opt in options(group)]
     return cases
 
 
@@ -41,6 +45,7 @@ def test_primary_configs_exist():
 @pytest.mark.parametrize("primary,group,option", group_cases())
 def test_every_group_option_composes(primary, group, option):
     cfg = _compose(primary, [f"{group}={option}"])
+    check_keys(cfg)
     # Resolve everything that does not need a runtime value (??? marks required user input).
     container = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
     assert isinstance(container, dict)

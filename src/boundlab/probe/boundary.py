@@ -1,0 +1,216 @@
+"""Boundary tracking over training: probe the base once, then every checkpoint, against the base.
+
+Per probe it logs pass@k (powers of two and n), the change against the base at the same k, the
+base-solvable problems lost and the new ones gained, an overlay of the checkpoint's curve on the
+base's, and the boundary plot (pass@1 and pass@n against the step, the paper's Figure 1 right).
+`boundary.csv` and `boundary.png` in the run dir are rewritten after every probe, W&B or not.
+`probes.jsonl` records each finished probe, so a resumed run neither re-probes nor loses one.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from boundlab.probe.estimator import bootstrap_diff_ci, powers_of_two
+from boundlab.probe.runner import ProbeResult, probe_model
+from boundlab.probe.store import Store
+from boundlab.sampling.base import GenSettings
+from boundlab.tasks.base import Task
+from boundlab.tracking.names import PROBE, PROBE_STEP, TRAIN_STEP
+
+PROBES_FILE = "probes.jsonl"
+
+
+def crossing_k(base: np.ndarray, other: np.ndarray) -> float | None:
+    """First k at which `other`'s pass@k curve falls to or below the base's after starting above,
+    linearly interpolated in log2(k) on the difference. None when it never crosses."""
+    d = np.asarray(other, dtype=float) - np.asarray(base, dtype=float)
+    if len(d) == 0 or d[0] <= 0:
+        return None
+    below = np.nonzero(d <= 0)[0]
+    if len(below) == 0:
+        return None
+    j = int(below[0])
+    k0, k1 = j, j + 1  # ks are 1-based: index j is k=j+1
+    x0, x1 = np.log2(k0), np.log2(k1)
+    y0, y1 = d[j - 1], d[j]
+    x = x0 + (x1 - x0) * (y0 / (y0 - y1)) if y0 != y1 else x1
+    return float(2 ** x)
+
+
+def compare(base: ProbeResult, res: ProbeResult, iters: int = 1000) -> dict[str, Any]:
+    """Deltas against the base on the same problems, with paired bootstrap CIs."""
+    if base.problem_ids != res.problem_ids:
+        raise ValueError("base and checkpoint were probed on different problems")
+    kmax = min(base.kmax, res.kmax)
+    out: dict[str, Any] = {"n": kmax}
+    for k in (1, kmax):
+        mean, lo, hi = bootstrap_diff_ci(res.curve.per_problem[:, k - 1],
+                                         base.curve.per_problem[:, k - 1], iters=iters)
+        tag = "1" if k == 1 else "n"
+        out[f"delta_pass@{tag}"], out[f"delta_pass@{tag}_ci_low"], out[f"delta_pass@{tag}_ci_high"] = mean, lo, hi
+    base_solved, solved = base.solvable, res.solvable
+    out["lost"] = len(base_solved - solved)
+    out["gained"] = len(solved - base_solved)
+    out["crossing_k"] = crossing_k(base.curve.pass_at_k[:kmax], res.curve.pass_at_k[:kmax])
+    return out
+
+
+class BoundaryTracker:
+    def __init__(self, run_dir: Path, task: Task, store: Store, verifier: Any, logger: Any,
+                 make_sampler: Callable[[str], tuple[Any, Any]], n: int, gen: GenSettings,
+                 seed: int, bootstrap_iters: int = 1000, ci: float = 0.95, progress: bool = True):
+        self.run_dir = Path(run_dir)
+        self.task, self.store, self.verifier, self.logger = task, store, verifier, logger
+        self.make_sampler = make_sampler  # model dir -> (sampler, tokenizer)
+        self.n, self.gen, self.seed = n, gen, seed
+        self.bootstrap_iters, self.ci, self.progress = bootstrap_iters, ci, progress
+        self.base: ProbeResult | None = None
+        self.rows: list[dict[str, Any]] = []
+        self.results: dict[int, ProbeResult] = {}
+        self._load_rows()
+        if self.logger is not None:
+            self.logger.define_step_metric(PROBE, PROBE_STEP)
+
+    # -- bookkeeping -----------------------------------------------------------------------
+    def _load_rows(self) -> None:
+        f = self.run_dir / PROBES_FILE
+        if f.is_file():
+            self.rows = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+
+    def done_steps(self) -> set[int]:
+        return {int(r["step"]) for r in self.rows if r.get("kind") == "checkpoint"}
+
+    def _append_row(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+        with (self.run_dir / PROBES_FILE).open("a") as f:
+            f.write(json.dumps(row) + "\n")
+
+    # -- probing ---------------------------------------------------------------------------
+    def _probe(self, model_dir: str, name: str) -> ProbeResult:
+        from boundlab.models import model_fingerprint
+
+        sampler, tok = self.make_sampler(model_dir)
+        try:
+            return probe_model(self.task, sampler, self.verifier, self.store,
+                               model_fingerprint(model_dir, self.store), self.n, self.gen, self.seed,
+                               tok, name, self.bootstrap_iters, self.ci, self.progress,
+                               meta={"path": model_dir})
+        finally:
+            sampler.close()
+
+    def probe_base(self, model_dir: str, name: str = "base") -> ProbeResult:
+        t0 = time.time()
+        self.base = self._probe(model_dir, name)
+        if not any(r.get("kind") == "base" for r in self.rows):
+            row = self._row(0, self.base, "base", time.time() - t0)
+            self._append_row(row)
+            self._log(row)
+        self._write_files()
+        return self.base
+
+    def probe_checkpoint(self, step: int, ckpt_dir: str) -> ProbeResult | None:
+        if step in self.done_steps():
+            return None  # finished before a crash or restart: never probe twice
+        if self.base is None:
+            raise RuntimeError("probe the base model first")
+        t0 = time.time()
+        res = self._probe(ckpt_dir, f"step {step}")
+        row = self._row(step, res, "checkpoint", time.time() - t0)
+        row.update(compare(self.base, res, self.bootstrap_iters))
+        self.results[step] = res
+        self._append_row(row)
+        self._log(row)
+        self._write_files()
+        return res
+
+    def _row(self, step: int, res: ProbeResult, kind: str, seconds: float) -> dict[str, Any]:
+        cur = res.curve
+        row: dict[str, Any] = {
+            "step": step, "kind": kind, "n": cur.kmax, "problems": len(res.problem_ids),
+            "pass@1": cur.at(1), "pass@1_ci_low": float(cur.ci_low[0]), "pass@1_ci_high": float(cur.ci_high[0]),
+            "pass@n": cur.at(cur.kmax), "pass@n_ci_low": float(cur.ci_low[-1]),
+            "pass@n_ci_high": float(cur.ci_high[-1]), "solvable": len(res.solvable),
+            "probe_key": res.key, "probe_seconds": round(seconds, 2),
+            "curve": [round(float(x), 6) for x in cur.pass_at_k],
+        }
+        if res.curve_strict is not None:
+            row["strict_pass@1"] = res.curve_strict.at(1)
+            row["strict_pass@n"] = res.curve_strict.at(cur.kmax)
+            row["strict_curve"] = [round(float(x), 6) for x in res.curve_strict.pass_at_k]
+        return row
+
+    # -- outputs ---------------------------------------------------------------------------
+    def _log(self, row: dict[str, Any]) -> None:
+        """Log one probe row (everything is derived from the row, so a resumed run can re-log
+        probes whose W&B records died with a hard-killed process)."""
+        if self.logger is None:
+            return
+        step, curve = int(row["step"]), row["curve"]
+        base = next((r for r in self.rows if r.get("kind") == "base"), None)
+        kmax = len(curve)
+        m: dict[str, Any] = {PROBE_STEP: step, TRAIN_STEP: step}
+        for k in powers_of_two(kmax):
+            m[f"{PROBE}/pass@{k}"] = curve[k - 1]
+            if base is not None and row["kind"] == "checkpoint" and k <= len(base["curve"]):
+                m[f"{PROBE}/delta/pass@{k}"] = curve[k - 1] - base["curve"][k - 1]
+            if row.get("strict_curve"):
+                m[f"{PROBE}/strict/pass@{k}"] = row["strict_curve"][k - 1]
+        m[f"{PROBE}/pass@n"] = curve[-1]
+        m[f"{PROBE}/solvable"] = row["solvable"]
+        if row["kind"] == "checkpoint":
+            m[f"{PROBE}/lost"] = row["lost"]
+            m[f"{PROBE}/gained"] = row["gained"]
+            if row.get("crossing_k") is not None:
+                m[f"{PROBE}/crossing_k"] = row["crossing_k"]
+        self.logger.log(m)
+        if base is not None:
+            series = {"base": base["curve"][:kmax]}
+            if row["kind"] == "checkpoint":
+                series[f"step {step}"] = curve
+            self.logger.log_line_plot(f"{PROBE}/curve_vs_base", list(range(1, kmax + 1)), series,
+                                      title=f"pass@k at step {step} vs base", xname="k",
+                                      step_metrics={PROBE_STEP: step})
+        png = self.run_dir / "boundary.png"
+        if png.exists():
+            self.logger.log_image(f"{PROBE}/boundary", png, extra={PROBE_STEP: step})
+
+    def relog_missing(self, logged_steps: set[int]) -> list[int]:
+        """Re-log finished probes that the W&B run does not hold (lost in a hard kill)."""
+        missing = [r for r in self.rows if int(r["step"]) not in logged_steps]
+        for r in missing:
+            self._log(r)
+        return [int(r["step"]) for r in missing]
+
+    def _write_files(self) -> None:
+        from boundlab.tracking.plots import plot_boundary, plot_passk
+
+        rows = sorted(self.rows, key=lambda r: (r["kind"] != "base", r["step"]))
+        cols = ["step", "kind", "n", "problems", "pass@1", "pass@1_ci_low", "pass@1_ci_high", "pass@n",
+                "pass@n_ci_low", "pass@n_ci_high", "delta_pass@1", "delta_pass@1_ci_low",
+                "delta_pass@1_ci_high", "delta_pass@n", "delta_pass@n_ci_low", "delta_pass@n_ci_high",
+                "lost", "gained", "solvable", "crossing_k", "strict_pass@1", "strict_pass@n",
+                "probe_seconds"]
+        with (self.run_dir / "boundary.csv").open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+            w.writeheader()
+            for r in rows:
+                w.writerow({k: (f"{v:.6f}" if isinstance(v, float) else v) for k, v in r.items()})
+        base = next((r for r in rows if r["kind"] == "base"), None)
+        ck = [r for r in rows if r["kind"] == "checkpoint"]
+        if base is None:
+            return
+        steps = [0] + [r["step"] for r in ck]
+        plot_boundary(steps, [base["pass@1"]] + [r["pass@1"] for r in ck],
+                      [base["pass@n"]] + [r["pass@n"] for r in ck], base["pass@1"], base["pass@n"],
+                      self.run_dir / "boundary.png", n=base["n"])
+        curves = {"base": (list(range(1, base["n"] + 1)), base["curve"], None, None)}
+        for r in ck:
+            curves[f"step {r['step']}"] = (list(range(1, r["n"] + 1)), r["curve"], None, None)
+        plot_passk(curves, self.run_dir / "passk_by_step.png", title="pass@k: base and checkpoints")

@@ -1,0 +1,1 @@
+"""Training: `train.py` builds model, task, reward and algorithm, and tracks the boundary."""

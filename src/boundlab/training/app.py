@@ -1,0 +1,209 @@
+"""`train.py`: build model, tokenizer, task, reward and algorithm; probe the base and every
+checkpoint; track the boundary in W&B and in the run dir.
+
+Run dir layout:
+    checkpoints/checkpoint-N/   HF checkpoints (marked complete after the save returned)
+    probes.jsonl                one line per finished probe (base, then each checkpoint)
+    boundary.csv, boundary.png  the boundary over training; passk_by_step.png
+    run_info.json               W&B run id, so a resumed run logs into the same run
+    wandb/                      the W&B run files
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from boundlab.config import to_dict
+
+RUN_INFO = "run_info.json"
+DONE_MARKER = "training_done"
+
+
+def _set_threads(n: int | None) -> int:
+    import torch
+
+    n = n or len(os.sched_getaffinity(0))
+    torch.set_num_threads(n)
+    return n
+
+
+def _load_run_info(run_dir: Path) -> dict[str, Any]:
+    f = run_dir / RUN_INFO
+    return json.loads(f.read_text()) if f.is_file() else {}
+
+
+def _make_sampler_factory(cfg: Any):
+    """model dir -> (HF sampler, tokenizer); a PEFT adapter checkpoint is merged into its base."""
+    from boundlab.models import load_model, load_tokenizer
+    from boundlab.sampling import build_sampler, pick_device
+
+    def make(model_dir: str):
+        mcfg = _model_cfg_for(cfg.model, model_dir)
+        tok = load_tokenizer(mcfg, model_dir)
+        if (Path(model_dir) / "adapter_config.json").is_file():
+            from peft import PeftModel
+
+            from boundlab.models import resolve_model_path
+
+            base = load_model(cfg.model, pick_device(cfg.sampler.device), resolve_model_path(cfg.model))
+            model = PeftModel.from_pretrained(base, model_dir).merge_and_unload()
+            return build_sampler(mcfg, cfg.sampler, model=model, tokenizer=tok), tok
+        return build_sampler(mcfg, cfg.sampler, tokenizer=tok), tok
+
+    return make
+
+
+def _model_cfg_for(model_cfg: Any, path: str) -> Any:
+    from types import SimpleNamespace
+
+    d = dict(to_dict(model_cfg))
+    d.update(path=path, gguf_package=None, gguf_file=None)
+    return SimpleNamespace(**d)
+
+
+def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
+    from boundlab.algos import ALGOS
+    from boundlab.models import load_model, load_tokenizer, resolve_model_path
+    from boundlab.probe.app import gen_settings, load_task
+    from boundlab.probe.boundary import BoundaryTracker
+    from boundlab.probe.callback import ProbeCallback
+    from boundlab.probe.store import Store
+    from boundlab.tasks import build_task
+    from boundlab.tracking import build_logger
+    from boundlab.training import checkpoints as ck
+    from boundlab.training.rewards import make_reward_fn
+    from boundlab.verify import build_verifier
+
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    threads = _set_threads(cfg.backend.torch_threads)
+    resuming = cfg.resume is not None
+    if resuming and not Path(cfg.resume).is_dir():
+        raise FileNotFoundError(f"resume={cfg.resume}: no such run dir")
+    ckpt_dir = run_dir / "checkpoints"
+    resume_from = ck.latest_complete(ckpt_dir) if resuming else None
+    for bad in ck.incomplete(ckpt_dir):
+        print(f"[boundlab] ignoring incomplete checkpoint {bad} (killed mid-save)", flush=True)
+
+    probe_task = load_task(cfg)
+    train_task = build_task(_with(cfg.task, split=cfg.train.train_split, limit=None))
+    store = Store(cfg.store.path)
+    verifier = build_verifier(probe_task.verifier, **to_dict(cfg.verify))
+    info = _load_run_info(run_dir)
+    logger_cfg = _with(cfg.logger, run_id=cfg.logger.run_id or info.get("wandb_run_id"),
+                       job_type=cfg.logger.job_type or cfg.algo.name)
+    logger = build_logger(logger_cfg, run_dir, to_dict(cfg))
+    try:
+        info.update(wandb_run_id=logger.run_id, started=info.get("started", time.time()),
+                    algo=cfg.algo.name, model=cfg.model.name, task=probe_task.name)
+        (run_dir / RUN_INFO).write_text(json.dumps(info, indent=2))
+
+        base_dir = resolve_model_path(cfg.model)
+        tracker = BoundaryTracker(run_dir, probe_task, store, verifier, logger,
+                                  _make_sampler_factory(cfg), cfg.probe.n, gen_settings(cfg.probe),
+                                  cfg.probe.seed, cfg.probe.bootstrap_iters, cfg.probe.ci)
+        print(f"[boundlab] run dir {run_dir}; {threads} torch thread(s); "
+              f"probing {len(probe_task)} problems x n={cfg.probe.n} per checkpoint", flush=True)
+        if resuming and logger.mode == "offline":
+            _relog_lost_probes(tracker, run_dir, logger.run_id)
+        if cfg.train.probe_base:
+            tracker.probe_base(base_dir)
+        # Checkpoints saved before a crash but not yet probed: probe them now, before training on.
+        if cfg.train.probe_mode == "inline":
+            for step, path in ck.checkpoints(ckpt_dir):
+                tracker.probe_checkpoint(step, str(path))
+
+        tok = load_tokenizer(cfg.model, base_dir)
+        model = load_model(cfg.model, "cpu" if cfg.backend.use_cpu else "cuda", base_dir)
+        dataset = _dataset(train_task, tok)
+        peft_config = _peft(cfg)
+        report_to = ["wandb"] if logger.mode != "disabled" and logger.run_id else []
+        trainer = ALGOS.get(cfg.algo.name)(
+            cfg, model, tok, dataset, [make_reward_fn(train_task, verifier)],
+            [ProbeCallback(tracker, cfg.train.probe_mode)], str(ckpt_dir), report_to, peft_config)
+        if resume_from is not None:
+            print(f"[boundlab] resuming from {resume_from}", flush=True)
+        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+        (run_dir / DONE_MARKER).write_text("ok\n")
+        _print_boundary(tracker)
+        return {"run_dir": str(run_dir), "rows": tracker.rows}
+    finally:
+        logger.finish()
+        verifier.close()
+        store.close()
+        _destroy_process_group()
+
+
+def _relog_lost_probes(tracker: Any, run_dir: Path, run_id: str) -> None:
+    """A hard-killed process can take its last unflushed W&B records with it (offline mode keeps
+    them in a 32 KiB buffer). Probes are durable in probes.jsonl, so re-log what W&B lost."""
+    from boundlab.tracking.names import PROBE_STEP
+    from boundlab.tracking.reader import read_offline_run
+
+    try:
+        run = read_offline_run(run_dir, run_id=run_id)
+        logged = {int(h[PROBE_STEP]) for h in run.history if PROBE_STEP in h and "probe/pass@1" in h}
+    except Exception:  # noqa: BLE001 - nothing readable yet: every probe is missing
+        logged = set()
+    relogged = tracker.relog_missing(logged)
+    if relogged:
+        print(f"[boundlab] re-logged probes at steps {relogged} that the killed run had not flushed to W&B",
+              flush=True)
+
+
+def _with(node: Any, **updates: Any) -> Any:
+    from types import SimpleNamespace
+
+    d = dict(to_dict(node))
+    d.update(updates)
+    return SimpleNamespace(**d)
+
+
+def _dataset(task: Any, tok: Any):
+    from datasets import Dataset
+
+    return Dataset.from_list([{"prompt": task.render(p, tok), "problem_id": p.problem_id}
+                              for p in task.problems])
+
+
+def _peft(cfg: Any):
+    if not cfg.peft.enabled:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(r=cfg.peft.r, lora_alpha=cfg.peft.alpha, lora_dropout=cfg.peft.dropout,
+                      target_modules=cfg.peft.target_modules, task_type="CAUSAL_LM")
+
+
+def _destroy_process_group() -> None:
+    # Avoids a rare abort at exit after multi-process (gloo/nccl) training.
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            dist.destroy_process_group()
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _print_boundary(tracker: Any) -> None:
+    rows = sorted(tracker.rows, key=lambda r: (r["kind"] != "base", r["step"]))
+    if not rows:
+        return
+    n = rows[0]["n"]
+    print(f"\nboundary (n = {n}, {rows[0]['problems']} problems):")
+    print(f"  {'step':>6}  {'pass@1':>7}  {'pass@' + str(n):>8}  {'d pass@1 [95% CI]':>26}  "
+          f"{'d pass@' + str(n) + ' [95% CI]':>26}  lost gained  crossing k")
+    for r in rows:
+        if r["kind"] == "base":
+            print(f"  {'base':>6}  {r['pass@1']:7.4f}  {r['pass@n']:8.4f}")
+            continue
+        d1 = f"{r['delta_pass@1']:+.4f} [{r['delta_pass@1_ci_low']:+.3f},{r['delta_pass@1_ci_high']:+.3f}]"
+        dn = f"{r['delta_pass@n']:+.4f} [{r['delta_pass@n_ci_low']:+.3f},{r['delta_pass@n_ci_high']:+.3f}]"
+        cross = "none" if r["crossing_k"] is None else f"{r['crossing_k']:.1f}"
+        print(f"  {r['step']:>6}  {r['pass@1']:7.4f}  {r['pass@n']:8.4f}  {d1:>26}  {dn:>26}  "
+              f"{r['lost']:>4} {r['gained']:>6}  {cross}")
