@@ -137,6 +137,12 @@ class ProbeMain:
     export: Optional[str] = None
     # Score completions from this JSONL file ({"problem_id", "completion"} per line); no model.
     samples: Optional[str] = None
+    # Probe a training run's checkpoints as they appear (train.probe_mode=detached), logging into
+    # that run's W&B run. Settings come from the run's own config.
+    watch: Optional[str] = None
+    # How often the watcher looks for new checkpoints, and when it gives up (null = never).
+    watch_poll_s: float = 10.0
+    watch_timeout_s: Optional[float] = None
 
 
 @dataclass

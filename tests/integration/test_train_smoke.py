@@ -93,3 +93,26 @@ def test_killed_after_save_resumes_without_reprobing_or_losing(tmp_path):
     run = read_offline_run(run_dir, run_id=first_id)
     logged = sorted(h["probe/step"] for h in run.history if "probe/pass@1" in h)
     assert logged == [0, 2, 4, 6]
+
+
+@pytest.mark.slow
+def test_detached_probe_worker_probes_every_checkpoint_into_the_same_run(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = train(tmp_path, "debug=smoke", "train.probe_mode=detached", "backend.torch_threads=1",
+                 f"hydra.run.dir={run_dir}")
+    assert not (run_dir / "probes.jsonl").exists()  # training itself probed nothing
+    queued = [json.loads(x)["step"] for x in (run_dir / "probe_queue.jsonl").read_text().splitlines()]
+    assert queued == [2, 4]
+    worker = subprocess.run([sys.executable, str(ROOT / "probe.py"), f"watch={run_dir}",
+                             "watch_poll_s=0.5", "watch_timeout_s=300",
+                             f"hydra.run.dir={tmp_path / 'worker'}"],
+                            cwd=tmp_path, env=env_for(tmp_path), capture_output=True, text=True,
+                            timeout=600)
+    assert worker.returncode == 0, worker.stderr[-3000:]
+    assert [(r["kind"], r["step"]) for r in probes(run_dir)] == [("base", 0), ("checkpoint", 2),
+                                                                 ("checkpoint", 4)]
+    run_id = json.loads((run_dir / "run_info.json").read_text())["wandb_run_id"]
+    run = read_offline_run(run_dir, run_id=run_id)
+    assert sorted(h["probe/step"] for h in run.history if "probe/pass@1" in h) == [0, 2, 4]
+    assert any("train/reward" in h for h in run.history)
+    del proc

@@ -42,6 +42,10 @@ def gen_settings(p: Any) -> GenSettings:
 def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    if cfg.watch:
+        from boundlab.probe.watch import watch
+
+        return watch(cfg.watch, cfg.watch_poll_s, cfg.watch_timeout_s)
     task = load_task(cfg)
 
     if cfg.export:

@@ -110,10 +110,11 @@ def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
               f"probing {len(probe_task)} problems x n={cfg.probe.n} per checkpoint", flush=True)
         if resuming and logger.mode == "offline":
             _relog_lost_probes(tracker, run_dir, logger.run_id)
-        if cfg.train.probe_base:
-            tracker.probe_base(base_dir)
+        detached = cfg.train.probe_mode == "detached"
+        if cfg.train.probe_base and not detached:
+            tracker.probe_base(base_dir)  # detached: the watcher probes the base
         # Checkpoints saved before a crash but not yet probed: probe them now, before training on.
-        if cfg.train.probe_mode == "inline":
+        if not detached:
             for step, path in ck.checkpoints(ckpt_dir):
                 tracker.probe_checkpoint(step, str(path))
 
