@@ -146,35 +146,69 @@ class ProbeMain:
 
 
 @dataclass
+class KLConfig:
+    # KL penalty coefficient to the reference model; 0 loads no reference model at all.
+    coef: float = 0.0
+    # auto (the algorithm's own placement), none, loss (a KL term in the loss) or reward
+    # (subtracted from the token rewards).
+    where: str = "auto"
+    # auto (the algorithm's own), k1 = log(p/q), k2 = (log(p/q))^2 / 2, k3 = q/p - 1 - log(q/p)
+    # (Schulman's estimators; p the policy, q the reference).
+    estimator: str = "auto"
+    # Reference model folder; null = the base model (model.path).
+    reference: Optional[str] = None
+
+
+@dataclass
+class CriticConfig:
+    # Value model folder; null = a value head on a copy of the policy's backbone.
+    model: Optional[str] = None
+    # Critic learning rate (null = the policy's).
+    learning_rate: Optional[float] = None
+
+
+@dataclass
 class AlgoConfig:
-    # Registry name of the algorithm: grpo (more in boundlab.algos).
+    # Registry name: grpo, dr_grpo, dapo, rloo, reinforce_pp, reinforce_pp_baseline, remax, ppo,
+    # sft_distill, onpolicy_distill.
     name: str = "grpo"
     # Optimizer step size. TRL's GRPO default (1e-6) is far too small for the toy model.
     learning_rate: float = 2e-4
-    # Completions sampled per prompt (the paper's rollout count).
-    num_generations: int = 8
-    # KL coefficient to the reference model; 0 loads no reference model at all.
-    beta: float = 0.0
+    # Completions sampled per prompt (the paper's rollout count); mapped to each trainer's argument.
+    rollouts: int = 8
     # TRL loss aggregation: grpo, dapo, dr_grpo, bnpo.
     loss_type: str = "grpo"
     # Reward scaling: group (divide by group std), batch, none.
     scale_rewards: str = "group"
-    # PPO-style clip range; epsilon_high (clip-higher) defaults to epsilon when null.
+    # PPO-style clip range; epsilon_high (DAPO's clip-higher) defaults to epsilon when null.
     epsilon: float = 0.2
     epsilon_high: Optional[float] = None
-    # Policy updates per generated batch.
+    # Policy updates per generated batch (PPO epochs).
     num_iterations: int = 1
     # Longest completion during training, in tokens.
     max_completion_length: int = 32
     # Sampling temperature of the rollouts.
     temperature: float = 1.0
-    # Completions per device per optimizer step (a multiple of num_generations).
+    # Completions per device per optimizer step (a multiple of rollouts).
     per_device_train_batch_size: int = 32
     gradient_accumulation_steps: int = 1
     weight_decay: float = 0.0
     warmup_steps: int = 0
     max_grad_norm: float = 1.0
     lr_scheduler_type: str = "constant"
+    # DAPO: drop groups whose rewards are all equal and refill the batch with groups that carry signal.
+    dynamic_sampling: bool = False
+    # DAPO overlong shaping: a linear penalty over the last `overlong_buffer` tokens before the limit.
+    overlong_buffer: int = 0
+    overlong_penalty: float = 1.0
+    # PPO: GAE discount and trace decay. gamma=1 (no discounting within an episode, reward at the end),
+    # lam=0.95 trades a little bias for much lower variance than lam=1.
+    gamma: float = 1.0
+    lam: float = 0.95
+    # PPO: value loss weight and value clip range.
+    vf_coef: float = 0.1
+    cliprange_value: float = 0.2
+    critic: CriticConfig = field(default_factory=CriticConfig)
 
 
 @dataclass
@@ -237,6 +271,7 @@ class TrainMain:
     store: StoreConfig = field(default_factory=StoreConfig)
     verify: VerifyConfig = field(default_factory=VerifyConfig)
     algo: AlgoConfig = field(default_factory=AlgoConfig)
+    kl: KLConfig = field(default_factory=KLConfig)
     backend: BackendConfig = field(default_factory=BackendConfig)
     peft: PeftConfig = field(default_factory=PeftConfig)
     train: TrainLoop = field(default_factory=TrainLoop)

@@ -4,7 +4,7 @@ The reward is the task's verifier (1 for a correct final answer, else 0), exactl
 counts. Departures from TRL's defaults, and why:
 - `loss_type="grpo"` (per-sequence mean, then batch mean), the objective of the GRPO paper;
   `dapo`/`dr_grpo` stay one override away.
-- `beta=0` by default, as in DAPO and Dr. GRPO; with beta=0 TRL loads no reference model.
+- `kl.coef=0` by default, as in DAPO and Dr. GRPO; with 0 TRL loads no reference model.
 - `learning_rate=2e-4`: TRL's 1e-6 barely moves a 1M-parameter model trained from scratch.
 """
 
@@ -52,14 +52,17 @@ def build_grpo(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_
                callbacks: list, output_dir: str, report_to: list[str], peft_config: Any = None):
     from trl import GRPOConfig, GRPOTrainer
 
-    a = cfg.algo
-    if a.per_device_train_batch_size % a.num_generations:
+    a, kl = cfg.algo, cfg.kl
+    if a.per_device_train_batch_size % a.rollouts:
         raise ValueError(f"algo.per_device_train_batch_size ({a.per_device_train_batch_size}) must be "
-                         f"a multiple of algo.num_generations ({a.num_generations})")
+                         f"a multiple of algo.rollouts ({a.rollouts})")
+    if kl.coef > 0 and (kl.where not in ("auto", "loss") or kl.estimator not in ("auto", "k3")):
+        raise ValueError(f"algo={a.name} puts KL in the loss with the k3 estimator (TRL GRPOTrainer); "
+                         f"kl.where={kl.where} kl.estimator={kl.estimator} is not available")
     args = GRPOConfig(
         **training_args_common(cfg, output_dir, report_to),
-        num_generations=a.num_generations,
-        beta=a.beta,
+        num_generations=a.rollouts,
+        beta=kl.coef,
         loss_type=a.loss_type,
         scale_rewards=a.scale_rewards,
         epsilon=a.epsilon,
