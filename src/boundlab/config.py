@@ -291,6 +291,12 @@ def register_configs() -> None:
     if not OmegaConf.has_resolver("toy_model"):
         # ${toy_model:base} / ${toy_model:teacher}: the shipped toy models, wherever installed.
         OmegaConf.register_new_resolver("toy_model", _toy_model)
+    if not OmegaConf.has_resolver("basename"):
+        # ${basename:${hydra:sweep.dir}}: a sweep's W&B group is named after its sweep dir.
+        OmegaConf.register_new_resolver("basename", lambda p: str(p).rstrip("/").rsplit("/", 1)[-1])
+    if not OmegaConf.has_resolver("mul"):
+        # ${mul:${algo.rollouts},4}: keep prompts per batch fixed while the rollout count varies.
+        OmegaConf.register_new_resolver("mul", lambda a, b: int(a) * int(b))
     cs = ConfigStore.instance()
     cs.store(name="probe_schema", node=ProbeMain)
     cs.store(group="model", name="schema", node=ModelConfig)

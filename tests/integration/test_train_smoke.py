@@ -116,3 +116,16 @@ def test_detached_probe_worker_probes_every_checkpoint_into_the_same_run(tmp_pat
     assert sorted(h["probe/step"] for h in run.history if "probe/pass@1" in h) == [0, 2, 4]
     assert any("train/reward" in h for h in run.history)
     del proc
+
+
+@pytest.mark.slow
+def test_two_job_sweep_through_submitit_local(tmp_path):
+    sweep = tmp_path / "sweep"
+    proc = subprocess.run([sys.executable, str(ROOT / "train.py"), "-m", "hydra/launcher=submitit_local",
+                           "algo=grpo,dr_grpo", "debug=smoke", "logger=none", "backend.torch_threads=1",
+                           f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=env_for(tmp_path),
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for sub in ("0_grpo", "1_dr_grpo"):
+        with (sweep / sub / "boundary.csv").open() as f:
+            assert [int(r["step"]) for r in csv.DictReader(f)] == [0, 2, 4]

@@ -1,4 +1,4 @@
-"""GRPO through TRL's `GRPOTrainer`.
+"""GRPO, Dr. GRPO and RLOO through TRL's own trainers.
 
 The reward is the task's verifier (1 for a correct final answer, else 0), exactly what the probe
 counts. Departures from TRL's defaults, and why:
@@ -47,24 +47,28 @@ def training_args_common(cfg: Any, output_dir: str, report_to: list[str]) -> dic
     return kw
 
 
-@ALGOS.register("grpo")
-def build_grpo(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list,
-               callbacks: list, output_dir: str, report_to: list[str], peft_config: Any = None):
-    from trl import GRPOConfig, GRPOTrainer
-
-    a, kl = cfg.algo, cfg.kl
+def _check_batch(a: Any) -> None:
     if a.per_device_train_batch_size % a.rollouts:
         raise ValueError(f"algo.per_device_train_batch_size ({a.per_device_train_batch_size}) must be "
                          f"a multiple of algo.rollouts ({a.rollouts})")
+
+
+def _grpo_family(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list,
+                 callbacks: list, output_dir: str, report_to: list[str], peft_config: Any,
+                 loss_type: str, scale_rewards: str):
+    from trl import GRPOConfig, GRPOTrainer
+
+    a, kl = cfg.algo, cfg.kl
+    _check_batch(a)
     if kl.coef > 0 and (kl.where not in ("auto", "loss") or kl.estimator not in ("auto", "k3")):
         raise ValueError(f"algo={a.name} puts KL in the loss with the k3 estimator (TRL GRPOTrainer); "
                          f"kl.where={kl.where} kl.estimator={kl.estimator} is not available")
     args = GRPOConfig(
         **training_args_common(cfg, output_dir, report_to),
         num_generations=a.rollouts,
-        beta=kl.coef,
-        loss_type=a.loss_type,
-        scale_rewards=a.scale_rewards,
+        beta=kl.coef if kl.where != "none" else 0.0,
+        loss_type=loss_type,
+        scale_rewards=scale_rewards,
         epsilon=a.epsilon,
         epsilon_high=a.epsilon_high if a.epsilon_high is not None else a.epsilon,
         num_iterations=a.num_iterations,
@@ -74,4 +78,50 @@ def build_grpo(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_
         top_k=0,
     )
     return GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args, train_dataset=train_dataset,
+                       processing_class=tokenizer, callbacks=callbacks, peft_config=peft_config)
+
+
+@ALGOS.register("grpo")
+def build_grpo(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list,
+               callbacks: list, output_dir: str, report_to: list[str], peft_config: Any = None):
+    return _grpo_family(cfg, model, tokenizer, train_dataset, reward_funcs, callbacks, output_dir,
+                        report_to, peft_config, cfg.algo.loss_type, cfg.algo.scale_rewards)
+
+
+@ALGOS.register("dr_grpo")
+def build_dr_grpo(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list,
+                  callbacks: list, output_dir: str, report_to: list[str], peft_config: Any = None):
+    """Dr. GRPO (Liu et al. 2025): no length normalisation (TRL loss_type=dr_grpo divides by a
+    constant) and no std scaling of rewards, the two biases the paper removes."""
+    return _grpo_family(cfg, model, tokenizer, train_dataset, reward_funcs, callbacks, output_dir,
+                        report_to, peft_config, "dr_grpo", "none")
+
+
+@ALGOS.register("rloo")
+def build_rloo(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list,
+               callbacks: list, output_dir: str, report_to: list[str], peft_config: Any = None):
+    """RLOO through TRL's RLOOTrainer: leave-one-out baseline; TRL puts the KL in the reward with
+    the k1 estimator, so that is the only placement offered."""
+    from trl import RLOOConfig, RLOOTrainer
+
+    a, kl = cfg.algo, cfg.kl
+    _check_batch(a)
+    if a.rollouts < 2:
+        raise ValueError("algo=rloo needs algo.rollouts >= 2 (the baseline leaves one sample out)")
+    if kl.coef > 0 and (kl.where not in ("auto", "reward") or kl.estimator not in ("auto", "k1")):
+        raise ValueError(f"algo=rloo puts KL in the reward with the k1 estimator (TRL RLOOTrainer); "
+                         f"kl.where={kl.where} kl.estimator={kl.estimator} is not available")
+    args = RLOOConfig(
+        **training_args_common(cfg, output_dir, report_to),
+        num_generations=a.rollouts,
+        beta=kl.coef if kl.where != "none" else 0.0,
+        epsilon=a.epsilon,
+        epsilon_high=a.epsilon_high if a.epsilon_high is not None else a.epsilon,
+        num_iterations=a.num_iterations,
+        max_completion_length=a.max_completion_length,
+        temperature=a.temperature,
+        top_p=1.0,
+        top_k=0,
+    )
+    return RLOOTrainer(model=model, reward_funcs=reward_funcs, args=args, train_dataset=train_dataset,
                        processing_class=tokenizer, callbacks=callbacks, peft_config=peft_config)

@@ -45,7 +45,7 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
     if cfg.watch:
         from boundlab.probe.watch import watch
 
-        return watch(cfg.watch, cfg.watch_poll_s, cfg.watch_timeout_s)
+        return watch(cfg.watch, cfg.watch_poll_s, cfg.watch_timeout_s, cfg.sampler)
     task = load_task(cfg)
 
     if cfg.export:

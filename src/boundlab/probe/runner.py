@@ -98,8 +98,7 @@ def _verify_and_store(verifier: Verifier, store: Store, key: str,
                 info["finish"] = comp.finish
             rows.append(SampleRow(p.problem_id, start + j, comp.text, v.extracted, v.correct,
                                   v.strict, v.outcome, comp.n_tokens, info or None))
-    store.add_samples(key, rows)
-    return len(rows)
+    return store.add_samples(key, rows)
 
 
 def sample_into_store(task: Task, sampler: Sampler, verifier: Verifier, store: Store, key: str,

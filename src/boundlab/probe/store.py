@@ -118,10 +118,15 @@ class Store:
         return dict(self.db.execute(
             "SELECT problem_id, COUNT(*) FROM samples WHERE key=? GROUP BY problem_id", (key,)))
 
-    def add_samples(self, key: str, rows: Sequence[SampleRow]) -> None:
-        """Insert one batch atomically; a duplicate (problem, idx) raises and inserts nothing."""
+    def add_samples(self, key: str, rows: Sequence[SampleRow]) -> int:
+        """Insert one batch atomically. Returns the rows actually inserted.
+
+        A (problem, idx) that is already stored is kept as it is: two processes probing the same
+        model at once (a sweep's jobs sharing a base model) draw the same seeded samples, and the
+        primary key keeps exactly one of each.
+        """
         if not rows:
-            return
+            return 0
         data = [
             (key, r.problem_id, r.idx, r.text, r.extracted, int(r.correct),
              None if r.strict is None else int(r.strict), r.outcome, r.n_tokens,
@@ -130,8 +135,11 @@ class Store:
         ]
         self.db.execute("BEGIN IMMEDIATE")
         try:
-            self.db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?,?,?,?,?)", data)
+            before = self.db.total_changes
+            self.db.executemany("INSERT OR IGNORE INTO samples VALUES (?,?,?,?,?,?,?,?,?,?)", data)
+            inserted = self.db.total_changes - before
             self.db.execute("COMMIT")
+            return inserted
         except BaseException:
             self.db.execute("ROLLBACK")
             raise

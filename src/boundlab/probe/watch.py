@@ -19,7 +19,9 @@ from boundlab.config import to_dict
 
 
 def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = None,
-          logger_overrides: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+          sampler_cfg: Any = None) -> list[dict[str, Any]]:
+    """Probe RUN_DIR's checkpoints. `sampler_cfg` (the worker's own `sampler` group) replaces the
+    training run's: the worker may sample with vLLM on its own GPU while training used HF."""
     from omegaconf import OmegaConf
 
     from boundlab.models import resolve_model_path
@@ -36,13 +38,15 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
     if not cfg_file.is_file():
         raise FileNotFoundError(f"watch={run_dir}: not a training run dir (no .hydra/config.yaml)")
     cfg = OmegaConf.load(cfg_file)
+    if sampler_cfg is not None:
+        cfg.sampler = sampler_cfg
     set_threads(cfg.sampler.torch_threads)
     info = json.loads((run_dir / RUN_INFO).read_text()) if (run_dir / RUN_INFO).is_file() else {}
     task = load_task(cfg)
     store = Store(cfg.store.path)
     verifier = build_verifier(task.verifier, **to_dict(cfg.verify))
-    logger = build_logger(_with(cfg.logger, run_id=info.get("wandb_run_id"), job_type="probe",
-                                **(logger_overrides or {})), run_dir, to_dict(cfg))
+    logger = build_logger(_with(cfg.logger, run_id=info.get("wandb_run_id"), job_type="probe"),
+                          run_dir, to_dict(cfg))
     try:
         tracker = BoundaryTracker(run_dir, task, store, verifier, logger, _make_sampler_factory(cfg),
                                   cfg.probe.n, gen_settings(cfg.probe), cfg.probe.seed,
