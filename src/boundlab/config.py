@@ -122,6 +122,11 @@ class VerifyConfig:
     deadline_s: float = 2.0
     # Answers longer than this are judged too_long without parsing.
     max_answer_chars: int = 512
+    # Code: wall-clock limit per program (s) and its memory cap (MB).
+    timeout_s: float = 3.0
+    memory_mb: int = 1024
+    # Code: run without bubblewrap isolation (loudly warned; never chosen silently).
+    allow_weak_isolation: bool = False
 
 
 @dataclass

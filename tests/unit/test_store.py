@@ -52,3 +52,13 @@ def test_wal_and_second_connection_sees_commits(tmp_path):
 def test_key_ignores_n_but_not_settings():
     assert probe_key("m", "t", {"temperature": 1.0}) != probe_key("m", "t", {"temperature": 0.6})
     assert probe_key("m", "t", {"temperature": 1.0}) == probe_key("m", "t", {"temperature": 1.0})
+
+
+def test_gaps_in_indices_first_n_and_next_index(tmp_path):
+    s = Store(tmp_path / "s.sqlite")
+    # idx 1 was withheld (a sandbox error): rows 0, 2, 3 exist.
+    s.add_samples("k", [SampleRow("a", i, "x", "1", i != 2, None, "x", 1) for i in (0, 2, 3)])
+    assert s.counts_done("k") == {"a": 3}
+    assert s.next_index("k") == {"a": 4}
+    pc = s.counts("k", ["a"], n_max=2)[0]
+    assert (pc.n, pc.c) == (2, 1)  # the first two stored samples: idx 0 (right) and 2 (wrong)

@@ -58,8 +58,8 @@ def sampling_settings(gen: GenSettings, seed: int, prompt_style: str) -> dict[st
             "stop": list(gen.stop), "seed": seed, "prompt": prompt_style}
 
 
-def _plan(task: Task, prompts: dict[str, str], done: dict[str, int], n: int,
-          rows_per_call: int) -> list[list[tuple[Problem, int, int]]]:
+def _plan(task: Task, prompts: dict[str, str], done: dict[str, int], next_idx: dict[str, int],
+          n: int, rows_per_call: int) -> list[list[tuple[Problem, int, int]]]:
     """Chunks of (problem, first sample index, count), each about `rows_per_call` rows.
 
     Problems are ordered by prompt length so each batch pads little.
@@ -69,8 +69,8 @@ def _plan(task: Task, prompts: dict[str, str], done: dict[str, int], n: int,
     cur: list[tuple[Problem, int, int]] = []
     room = rows_per_call
     for p in order:
-        start = done.get(p.problem_id, 0)
-        need = n - start
+        start = next_idx.get(p.problem_id, 0)
+        need = n - done.get(p.problem_id, 0)
         while need > 0:
             take = min(need, room)
             cur.append((p, start, take))
@@ -93,6 +93,10 @@ def _verify_and_store(verifier: Verifier, store: Store, key: str,
     rows = []
     for (p, start, _), comps, vs in zip(chunk, completions, verdicts):
         for j, (comp, v) in enumerate(zip(comps, vs)):
+            if v.outcome == "sandbox_error":
+                # Our failure, not the model's (the verifier already retried): keep the sample out
+                # of n. Later samples of this problem still land, so a rerun tops n back up.
+                continue
             info = dict(v.info) if v.info else {}
             if comp.finish != "eos":
                 info["finish"] = comp.finish
@@ -107,7 +111,7 @@ def sample_into_store(task: Task, sampler: Sampler, verifier: Verifier, store: S
     """Bring every problem of `task` to n stored samples under `key`. Returns new samples."""
     prompts = {p.problem_id: task.render(p, tokenizer) for p in task.problems}
     done = store.counts_done(key)
-    chunks = _plan(task, prompts, done, n, sampler.rows_per_call)
+    chunks = _plan(task, prompts, done, store.next_index(key), n, sampler.rows_per_call)
     total = sum(cnt for ch in chunks for _, _, cnt in ch)
     if total == 0:
         return 0
@@ -212,9 +216,10 @@ def score_samples_file(task: Task, path: str | Path, verifier: Verifier, store: 
     key = probe_key(model_fp, task.fingerprint(), settings)
     store.ensure_probe(key, model_fp, task.fingerprint(), settings, f"samples:{Path(path).name}",
                        task.name)
-    done = store.counts_done(key)
-    todo = [(p, done.get(p.problem_id, 0)) for p in sub.problems
-            if done.get(p.problem_id, 0) < len(per[p.problem_id])]
+    # idx is the completion's position among the file's lines for its problem.
+    nxt = store.next_index(key)
+    todo = [(p, nxt.get(p.problem_id, 0)) for p in sub.problems
+            if nxt.get(p.problem_id, 0) < len(per[p.problem_id])]
     total = sum(len(per[p.problem_id]) - start for p, start in todo)
     bar = tqdm(total=total, desc="scoring", unit="sample", disable=not progress or total == 0)
     new = 0

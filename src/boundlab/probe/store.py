@@ -118,6 +118,11 @@ class Store:
         return dict(self.db.execute(
             "SELECT problem_id, COUNT(*) FROM samples WHERE key=? GROUP BY problem_id", (key,)))
 
+    def next_index(self, key: str) -> dict[str, int]:
+        """The first free sample index per problem (indices are never reused)."""
+        return dict(self.db.execute(
+            "SELECT problem_id, MAX(idx) + 1 FROM samples WHERE key=? GROUP BY problem_id", (key,)))
+
     def add_samples(self, key: str, rows: Sequence[SampleRow]) -> int:
         """Insert one batch atomically. Returns the rows actually inserted.
 
@@ -147,9 +152,18 @@ class Store:
     def counts(self, key: str, problem_ids: Iterable[str] | None = None,
                n_max: int | None = None) -> list[ProblemCounts]:
         """(n, c) per problem. With `n_max`, only each problem's first n_max samples count."""
-        q = ("SELECT problem_id, COUNT(*), SUM(correct), SUM(strict), COUNT(strict) FROM samples "
-             "WHERE key=?" + (" AND idx < ?" if n_max is not None else "") + " GROUP BY problem_id")
-        args: tuple = (key, n_max) if n_max is not None else (key,)
+        if n_max is None:
+            q = ("SELECT problem_id, COUNT(*), SUM(correct), SUM(strict), COUNT(strict) FROM samples "
+                 "WHERE key=? GROUP BY problem_id")
+            args: tuple = (key,)
+        else:
+            # The first n_max stored samples by index (indices can have gaps where a sample was
+            # withheld, e.g. a sandbox error).
+            q = ("SELECT problem_id, COUNT(*), SUM(correct), SUM(strict), COUNT(strict) FROM ("
+                 " SELECT problem_id, correct, strict, ROW_NUMBER() OVER"
+                 " (PARTITION BY problem_id ORDER BY idx) AS rn FROM samples WHERE key=?)"
+                 " WHERE rn <= ? GROUP BY problem_id")
+            args = (key, n_max)
         got = {pid: ProblemCounts(pid, n, int(c or 0), int(s or 0) if ns else None)
                for pid, n, c, s, ns in self.db.execute(q, args)}
         if problem_ids is None:

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# System packages the tests need; idempotent. `bash install.sh test` runs it (as root or with sudo).
+#   bubblewrap: the sandbox that runs model-written code (boundlab.sandbox). Code tests fail
+#   without it in CI (CI=true) instead of skipping.
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
+if ! command -v bwrap >/dev/null 2>&1; then
+  $SUDO apt-get update
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bubblewrap
+fi
+bwrap --version

@@ -1,0 +1,240 @@
+"""Code verifier: pull the program out of a completion, run it against the tests in the sandbox.
+
+Problems carry their checks in `Problem.meta` (see `boundlab.tasks.code`):
+  - `kind="function"`: `test` (Python test code; HumanEval's defines `check(candidate)`),
+    `entry_point`, and `continuation` (the completion continues the prompt, as in HumanEval).
+  - `kind="stdio"`: `cases` = [[stdin, expected stdout], ...], optional `float_tol`.
+  - either: optional `timeout_s`.
+
+Outcomes: passed, failed, timeout, memory, runtime_error, sandbox_error. `correct` is True only
+for passed. A `sandbox_error` means the sandbox could not run the program even after retries:
+it is not the model's failure, and the probe should not count it as one.
+
+Identical programs for one problem are run once (sampling at large n repeats itself).
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import re
+from dataclasses import fields
+from typing import Any, Sequence
+
+from boundlab.sandbox import FunctionJob, SandboxConfig, SandboxPool, StdioJob
+from boundlab.tasks.base import Problem
+from boundlab.verify.base import Verdict, Verifier
+
+_PY_LANGS = {"", "python", "py", "python3", "py3", "python2", "ipython", "pycon", "sage"}
+# Where a raw continuation stops being the solution: top-level lines that test, print or chat.
+_STOP = re.compile(r"^(?:if\s+__name__\s*==|print\(|assert\s|```|<\||>>>)", re.M)
+_MAX_TRIMS = 30
+
+
+def code_blocks(text: str) -> list[tuple[str, str]]:
+    """Fenced blocks as (language, code); an unclosed last fence runs to the end of the text."""
+    blocks: list[tuple[str, str]] = []
+    lang: str | None = None
+    buf: list[str] = []
+    for line in text.splitlines():
+        s = line.strip()
+        if lang is None:
+            if s.startswith("```"):
+                lang = s[3:].strip().split(" ")[0].lower() if s[3:].strip() else ""
+                buf = []
+        elif s.startswith("```") and not s[3:].strip():
+            blocks.append((lang, "\n".join(buf)))
+            lang = None
+        else:
+            buf.append(line)
+    if lang is not None and buf:
+        blocks.append((lang, "\n".join(buf)))
+    return blocks
+
+
+def _defines(code: str, name: str) -> bool:
+    return re.search(rf"^\s*(?:async\s+)?def\s+{re.escape(name)}\s*\(", code, re.M) is not None
+
+
+def _definitions_only(code: str) -> bool:
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    ok = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+          ast.Assign, ast.AnnAssign)
+    return bool(tree.body) and all(
+        isinstance(n, ok) or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
+        for n in tree.body)
+
+
+def _compiles(code: str) -> bool:
+    try:
+        compile(code, "<program>", "exec")
+        return True
+    except (SyntaxError, ValueError):
+        return False
+
+
+def _trim_to_compile(code: str) -> str:
+    """Drop trailing top-level statements (a cut-off last line, chat after the code) until the
+    program compiles; the untouched text when no prefix does."""
+    if _compiles(code):
+        return code
+    lines = code.split("\n")
+    starts = [i for i, ln in enumerate(lines) if ln and not ln[0].isspace() and ln[0] != "#"
+              and not ln.startswith((")", "]", "}"))]
+    for cut in reversed(starts[-_MAX_TRIMS:]):
+        head = "\n".join(lines[:cut]).rstrip() + "\n"
+        if head.strip() and _compiles(head):
+            return head
+    return code
+
+
+def _continues(text: str) -> bool:
+    for line in text.splitlines():
+        if line.strip():
+            return line[0] in " \t"
+    return False
+
+
+def _cut_continuation(text: str) -> str:
+    m = _STOP.search(text)
+    return text[: m.start()] if m else text
+
+
+def extract_program(completion: str, prefix: str = "",
+                    entry_point: str | None = None) -> str | None:
+    """The program a completion stands for, or None when there is none.
+
+    - A raw continuation of `prefix` (HumanEval: prompt + completion): used when there is no
+      fence, or when the completion's first line is indented (it continues the prompt's
+      function; a fence after it ends the code). Cut where top-level testing, printing or a
+      fence starts, then trimmed to the longest prefix that compiles (a completion cut off by
+      the token limit).
+    - Fenced code: with an entry point, the last block that defines it, preceded by the other
+      blocks that only define things (helpers, imports), not the ones that call or print; without
+      one (stdin/stdout programs), the last block. With a prefix, the block is appended to it,
+      so the prompt's imports and helper functions stay and the block's definition replaces the
+      prompt's stub.
+    """
+    if completion is None:
+        return None
+    if prefix and _continues(completion):
+        # An indented first line continues the prompt's function; a fence after it ends the code.
+        return _trim_to_compile(prefix + _cut_continuation(completion).rstrip() + "\n")
+    blocks = [(lang, code) for lang, code in code_blocks(completion)
+              if lang in _PY_LANGS and code.strip()]
+    if blocks:
+        codes = [c for _, c in blocks]
+        if entry_point:
+            defining = [c for c in codes if _defines(c, entry_point)]
+            if defining:
+                main = defining[-1]
+                helpers = [c for c in codes if c is not main and not _defines(c, entry_point)
+                           and _definitions_only(c)]
+                body = "\n\n".join(helpers + [main])
+            else:
+                body = codes[-1]
+        else:
+            body = codes[-1]
+        if not prefix:
+            return body.rstrip() + "\n"
+        if entry_point and _defines(body, entry_point):
+            return prefix.rstrip() + "\n\n\n" + body.rstrip() + "\n"
+        return _trim_to_compile(prefix + body.rstrip() + "\n")
+    if not completion.strip() and not prefix:
+        return None
+    if not prefix:
+        return _trim_to_compile(completion.rstrip() + "\n")
+    return _trim_to_compile(prefix + _cut_continuation(completion).rstrip() + "\n")
+
+
+def program_for(problem: Problem, completion: str) -> str | None:
+    meta = problem.meta
+    if not completion or not completion.strip():
+        return None
+    prefix = problem.question if meta.get("continuation") else ""
+    entry = meta.get("entry_point") if meta.get("kind", "function") == "function" else None
+    return extract_program(completion, prefix=prefix, entry_point=entry)
+
+
+_SANDBOX_FIELDS = {f.name for f in fields(SandboxConfig)}
+# The `verify` config is shared by all verifiers; these keys belong to the others.
+_OTHER_VERIFIERS_KEYS = {"deadline_s", "max_answer_chars", "cache_size", "marker"}
+log = logging.getLogger(__name__)
+
+
+class CodeVerifier(Verifier):
+    name = "code"
+
+    def __init__(self, timeout_s: float = 3.0, workers: int | None = None,
+                 allow_weak_isolation: bool = False, dedupe: bool = True, **options: Any):
+        unknown = set(options) - _SANDBOX_FIELDS
+        if unknown - _OTHER_VERIFIERS_KEYS:
+            log.warning("code verifier: ignoring unknown option(s) %s; known: %s",
+                        sorted(unknown - _OTHER_VERIFIERS_KEYS),
+                        sorted(_SANDBOX_FIELDS | {"dedupe"}))
+        options = {k: v for k, v in options.items() if k in _SANDBOX_FIELDS}
+        self.dedupe = dedupe
+        # Builds (and checks) the pool now, so a missing sandbox fails at start, loudly; the
+        # worker processes themselves start on first use.
+        self.pool = SandboxPool(SandboxConfig(timeout_s=timeout_s, workers=workers,
+                                              allow_weak_isolation=allow_weak_isolation,
+                                              **options))
+
+    @property
+    def isolation(self) -> str:
+        return self.pool.isolation
+
+    def _job(self, problem: Problem, program: str) -> FunctionJob | StdioJob:
+        meta = problem.meta
+        timeout = meta.get("timeout_s")
+        kind = meta.get("kind", "function")
+        if kind == "stdio":
+            cases = [(str(i), str(o)) for i, o in meta["cases"]]
+            return StdioJob(program, cases, timeout_s=timeout, float_tol=meta.get("float_tol"))
+        if kind != "function":
+            raise ValueError(f"problem {problem.problem_id}: unknown code kind {kind!r}")
+        return FunctionJob(program, meta["test"], meta.get("entry_point"), timeout_s=timeout)
+
+    def score(self, problem: Problem, completions: Sequence[str]) -> list[Verdict]:
+        return self.score_many([(problem, completions)])[0]
+
+    def score_many(self, items: Sequence[tuple[Problem, Sequence[str]]]) -> list[list[Verdict]]:
+        plans: list[list[tuple[str | None, Any]]] = []
+        for problem, completions in items:
+            seen: dict[str, Any] = {}
+            row = []
+            for c in completions:
+                program = program_for(problem, c)
+                if program is None:
+                    row.append((None, None))
+                    continue
+                fut = seen.get(program) if self.dedupe else None
+                if fut is None:
+                    fut = self.pool.submit(self._job(problem, program))
+                    seen[program] = fut
+                row.append((program, fut))
+            plans.append(row)
+        out: list[list[Verdict]] = []
+        for row in plans:
+            verdicts = []
+            for program, fut in row:
+                if fut is None:
+                    verdicts.append(Verdict(False, None, "failed", info={"reason": "no program"}))
+                    continue
+                r = fut.result()
+                info = {k: (v[:300] if isinstance(v, str) else v) for k, v in r.info.items()
+                        if k in ("reason", "error", "case", "cases")}
+                verdicts.append(Verdict(r.outcome == "passed", program, r.outcome, info=info))
+            out.append(verdicts)
+        return out
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+from boundlab.verify import VERIFIERS  # noqa: E402
+
+VERIFIERS.register("code")(CodeVerifier)
