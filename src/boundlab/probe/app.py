@@ -172,7 +172,8 @@ def print_summary(result: ProbeResult, store_path: Path) -> None:
     print(f"  solvable (c > 0): {len(result.solvable)} of {len(result.problem_ids)}")
     if result.new_samples:
         rate = result.new_samples / max(result.seconds, 1e-9)
-        print(f"  sampled {result.new_samples} new completions in {result.seconds:.1f} s "
+        verb = "scored" if result.model_name.startswith("samples:") else "sampled"
+        print(f"  {verb} {result.new_samples} new completions in {result.seconds:.1f} s "
               f"({rate:.1f} samples/s)")
     else:
         print("  all samples came from the store (nothing new to sample)")
