@@ -214,6 +214,14 @@ class AlgoConfig:
     vf_coef: float = 0.1
     cliprange_value: float = 0.2
     critic: CriticConfig = field(default_factory=CriticConfig)
+    # Distillation: teacher samples per training problem, and the most verified, distinct traces
+    # kept per problem (rejection sampling, then de-duplication, then the cap).
+    teacher_samples: int = 8
+    max_traces_per_problem: int = 4
+    # Distillation: sampling temperature of the teacher when it writes traces.
+    teacher_temperature: float = 1.0
+    # On-policy distillation: TRL's generalised JSD interpolation (0 forward KL, 1 reverse KL).
+    distill_beta: float = 1.0
 
 
 @dataclass
@@ -264,6 +272,8 @@ class TrainLoop:
     probe_base: bool = True
     # Which split of the task to train on (the probe uses task.split).
     train_split: str = "train"
+    # Train on the first N problems of that split only (null = all).
+    train_limit: Optional[int] = None
 
 
 @dataclass
@@ -277,6 +287,8 @@ class TrainMain:
     verify: VerifyConfig = field(default_factory=VerifyConfig)
     algo: AlgoConfig = field(default_factory=AlgoConfig)
     kl: KLConfig = field(default_factory=KLConfig)
+    # The teacher for distillation (sft_distill, onpolicy_distill); unused by RL algorithms.
+    teacher: ModelConfig = field(default_factory=ModelConfig)
     backend: BackendConfig = field(default_factory=BackendConfig)
     peft: PeftConfig = field(default_factory=PeftConfig)
     train: TrainLoop = field(default_factory=TrainLoop)
@@ -312,6 +324,12 @@ def register_configs() -> None:
     cs.store(name="train_schema", node=TrainMain)
     cs.store(group="algo", name="schema", node=AlgoConfig)
     cs.store(group="backend", name="schema", node=BackendConfig)
+    try:  # report.py's schema lives beside the report code
+        from boundlab.report.schema import ReportMain
+    except ImportError:  # pragma: no cover
+        ReportMain = None
+    if ReportMain is not None:
+        cs.store(name="report_schema", node=ReportMain)
 
 
 def to_dict(cfg: Any) -> dict:

@@ -6,6 +6,7 @@ from boundlab.registry import Registry
 
 ALGOS: Registry = Registry("algorithm")
 
+from boundlab.algos import distill as _distill  # noqa: E402,F401
 from boundlab.algos import grpo as _grpo  # noqa: E402,F401
 
 __all__ = ["ALGOS"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from boundlab.algos import ALGOS
+from boundlab.config import ConfigError
 
 
 def training_args_common(cfg: Any, output_dir: str, report_to: list[str]) -> dict[str, Any]:
@@ -49,7 +50,7 @@ def training_args_common(cfg: Any, output_dir: str, report_to: list[str]) -> dic
 
 def _check_batch(a: Any) -> None:
     if a.per_device_train_batch_size % a.rollouts:
-        raise ValueError(f"algo.per_device_train_batch_size ({a.per_device_train_batch_size}) must be "
+        raise ConfigError(f"algo.per_device_train_batch_size ({a.per_device_train_batch_size}) must be "
                          f"a multiple of algo.rollouts ({a.rollouts})")
 
 
@@ -61,7 +62,7 @@ def _grpo_family(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, rewar
     a, kl = cfg.algo, cfg.kl
     _check_batch(a)
     if kl.coef > 0 and (kl.where not in ("auto", "loss") or kl.estimator not in ("auto", "k3")):
-        raise ValueError(f"algo={a.name} puts KL in the loss with the k3 estimator (TRL GRPOTrainer); "
+        raise ConfigError(f"algo={a.name} puts KL in the loss with the k3 estimator (TRL GRPOTrainer); "
                          f"kl.where={kl.where} kl.estimator={kl.estimator} is not available")
     args = GRPOConfig(
         **training_args_common(cfg, output_dir, report_to),
@@ -107,9 +108,9 @@ def build_rloo(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_
     a, kl = cfg.algo, cfg.kl
     _check_batch(a)
     if a.rollouts < 2:
-        raise ValueError("algo=rloo needs algo.rollouts >= 2 (the baseline leaves one sample out)")
+        raise ConfigError("algo=rloo needs algo.rollouts >= 2 (the baseline leaves one sample out)")
     if kl.coef > 0 and (kl.where not in ("auto", "reward") or kl.estimator not in ("auto", "k1")):
-        raise ValueError(f"algo=rloo puts KL in the reward with the k1 estimator (TRL RLOOTrainer); "
+        raise ConfigError(f"algo=rloo puts KL in the reward with the k1 estimator (TRL RLOOTrainer); "
                          f"kl.where={kl.where} kl.estimator={kl.estimator} is not available")
     args = RLOOConfig(
         **training_args_common(cfg, output_dir, report_to),

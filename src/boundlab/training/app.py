@@ -14,12 +14,22 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from boundlab.config import to_dict
 
 RUN_INFO = "run_info.json"
+
+
+@dataclass
+class BuildContext:
+    """What some builders need beyond the model and data (distillation samples its teacher)."""
+    task: Any
+    verifier: Any
+    store: Any
+    run_dir: Path
 DONE_MARKER = "training_done"
 
 
@@ -90,7 +100,7 @@ def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         print(f"[boundlab] ignoring incomplete checkpoint {bad} (killed mid-save)", flush=True)
 
     probe_task = load_task(cfg)
-    train_task = build_task(_with(cfg.task, split=cfg.train.train_split, limit=None))
+    train_task = build_task(_with(cfg.task, split=cfg.train.train_split, limit=cfg.train.train_limit))
     store = Store(cfg.store.path)
     verifier = build_verifier(probe_task.verifier, **to_dict(cfg.verify))
     info = _load_run_info(run_dir)
@@ -123,9 +133,13 @@ def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         dataset = _dataset(train_task, tok)
         peft_config = _peft(cfg)
         report_to = ["wandb"] if logger.mode != "disabled" and logger.run_id else []
-        trainer = ALGOS.get(cfg.algo.name)(
-            cfg, model, tok, dataset, [make_reward_fn(train_task, verifier)],
-            [ProbeCallback(tracker, cfg.train.probe_mode)], str(ckpt_dir), report_to, peft_config)
+        builder = ALGOS.get(cfg.algo.name)
+        extra = {}
+        if getattr(builder, "needs_context", False):
+            extra["context"] = BuildContext(train_task, verifier, store, run_dir)
+        trainer = builder(cfg, model, tok, dataset, [make_reward_fn(train_task, verifier)],
+                          [ProbeCallback(tracker, cfg.train.probe_mode)], str(ckpt_dir), report_to,
+                          peft_config, **extra)
         if resume_from is not None:
             print(f"[boundlab] resuming from {resume_from}", flush=True)
         trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)

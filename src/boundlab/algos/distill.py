@@ -1,0 +1,131 @@
+"""Distillation from a stronger teacher: the paper's contrast (its Figure 7) to RL.
+
+- Trace generation (off-policy, as DeepSeek-R1-Distill was made): the teacher samples
+  `algo.teacher_samples` completions per training problem through the same probe machinery, so
+  the samples land in the store (resumable, and reused whenever the same teacher, task and
+  settings are asked for again). Only verified traces are kept (rejection sampling), de-duplicated,
+  and capped at `algo.max_traces_per_problem` per problem. They are written to the run dir as
+  `distill_traces.jsonl` (loadable with `datasets`).
+- `sft_distill`: TRL's SFTTrainer on those traces, loss on the completion tokens only.
+- `onpolicy_distill`: TRL's DistillationTrainer: the student samples, the teacher scores every
+  token (generalised JSD). It needs one vocabulary: different tokenizers fail at start.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from boundlab.algos import ALGOS
+from boundlab.config import ConfigError
+from boundlab.algos.grpo import training_args_common
+
+
+def generate_traces(cfg: Any, task: Any, verifier: Any, store: Any, run_dir: Path,
+                    progress: bool = True) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    """Sample the teacher, keep verified distinct traces. Returns (rows, stats)."""
+    from boundlab.models import model_fingerprint, resolve_model_path
+    from boundlab.probe.runner import probe_model
+    from boundlab.probe.store import probe_key  # noqa: F401  (documented key scheme)
+    from boundlab.sampling import build_sampler
+    from boundlab.models import load_tokenizer
+    from boundlab.sampling.base import GenSettings
+
+    a = cfg.algo
+    teacher_dir = resolve_model_path(cfg.teacher)
+    tok = load_tokenizer(cfg.teacher, teacher_dir)
+    sampler = build_sampler(cfg.teacher, cfg.sampler, tokenizer=tok)
+    gen = GenSettings(temperature=a.teacher_temperature, top_p=1.0,
+                      max_new_tokens=a.max_completion_length)
+    try:
+        res = probe_model(task, sampler, verifier, store, model_fingerprint(teacher_dir, store),
+                          a.teacher_samples, gen, seed=cfg.train.seed, tokenizer=tok,
+                          model_name=f"teacher:{cfg.teacher.name}", bootstrap_iters=10,
+                          progress=progress, meta={"path": teacher_dir, "role": "teacher"})
+    finally:
+        sampler.close()
+    rows: list[dict[str, str]] = []
+    total = correct = 0
+    for p in task.problems:
+        seen: set[str] = set()
+        samples = store.samples(res.key, p.problem_id)[: a.teacher_samples]
+        total += len(samples)
+        for s in samples:
+            if not s.correct:
+                continue
+            correct += 1
+            if s.text in seen or len(seen) >= a.max_traces_per_problem:
+                continue
+            seen.add(s.text)
+            rows.append({"problem_id": p.problem_id, "prompt": task.render(p, tok),
+                         "completion": s.text})
+    stats = {"teacher_samples": total, "verified": correct,
+             "acceptance_rate": correct / max(total, 1), "traces": len(rows),
+             "problems_with_traces": len({r["problem_id"] for r in rows}),
+             "probe_key": res.key}
+    out = run_dir / "distill_traces.jsonl"
+    with out.open("w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    (run_dir / "distill_traces_stats.json").write_text(json.dumps(stats, indent=2))
+    print(f"[boundlab] teacher traces: {correct}/{total} verified (acceptance "
+          f"{stats['acceptance_rate']:.1%}), {len(rows)} distinct kept for "
+          f"{stats['problems_with_traces']}/{len(task)} problems -> {out}", flush=True)
+    if not rows:
+        raise ValueError("the teacher produced no verified trace: nothing to distill")
+    return rows, stats
+
+
+def _check_same_vocab(student_tok: Any, teacher_dir: str, cfg: Any) -> Any:
+    from boundlab.models import load_tokenizer
+
+    teacher_tok = load_tokenizer(cfg.teacher, teacher_dir)
+    if student_tok.get_vocab() != teacher_tok.get_vocab():
+        raise ConfigError(f"algo={cfg.algo.name}: the teacher ({cfg.teacher.name}) and the student "
+                         f"({cfg.model.name}) have different tokenizers; on-policy distillation "
+                         f"scores the student's tokens with the teacher, so they must share one "
+                         f"vocabulary (use algo=sft_distill across tokenizers)")
+    return teacher_tok
+
+
+def build_sft_distill(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list,
+                      callbacks: list, output_dir: str, report_to: list[str], peft_config: Any = None,
+                      context: Any = None):
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    rows, _ = generate_traces(cfg, context.task, context.verifier, context.store, context.run_dir)
+    dataset = Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows])
+    kw = training_args_common(cfg, output_dir, report_to)
+    kw["per_device_train_batch_size"] = max(1, cfg.algo.per_device_train_batch_size)
+    args = SFTConfig(**kw, completion_only_loss=True, max_length=512)
+    return SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+                      callbacks=callbacks, peft_config=peft_config)
+
+
+build_sft_distill.needs_context = True  # type: ignore[attr-defined]
+ALGOS.register("sft_distill")(build_sft_distill)
+
+
+def build_onpolicy_distill(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any,
+                           reward_funcs: list, callbacks: list, output_dir: str,
+                           report_to: list[str], peft_config: Any = None, context: Any = None):
+    from trl import DistillationConfig, DistillationTrainer
+
+    from boundlab.models import load_model, resolve_model_path
+
+    teacher_dir = resolve_model_path(cfg.teacher)
+    _check_same_vocab(tokenizer, teacher_dir, cfg)
+    teacher = load_model(cfg.teacher, "cpu" if cfg.backend.use_cpu else "cuda", teacher_dir)
+    a = cfg.algo
+    args = DistillationConfig(**training_args_common(cfg, output_dir, report_to),
+                              max_completion_length=a.max_completion_length,
+                              temperature=a.temperature, top_p=1.0, top_k=0, beta=a.distill_beta)
+    return DistillationTrainer(model=model, teacher_model=teacher, args=args,
+                               train_dataset=train_dataset.remove_columns(["problem_id"]),
+                               processing_class=tokenizer, callbacks=callbacks,
+                               peft_config=peft_config)
+
+
+ALGOS.register("onpolicy_distill")(build_onpolicy_distill)
