@@ -1,0 +1,22 @@
+"""The paper's figures and tables from the probe store, for a base and the models trained from it:
+`python report.py base=RUN_DIR runs=[RUN_DIR] out=REPORT_DIR` (see conf/report.yaml)."""
+
+import hydra
+
+from boundlab.cli import friendly_errors
+from boundlab.config import check_keys, register_configs
+
+register_configs()
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="report")
+@friendly_errors
+def main(cfg):
+    from boundlab.report.build import run
+
+    check_keys(cfg)
+    run(cfg)
+
+
+if __name__ == "__main__":
+    main()
