@@ -23,7 +23,10 @@ def test_crossing_interpolates_in_log_k():
 
 
 def test_crossing_exactly_on_a_point_and_none_cases():
-    assert crossing_k(np.array([0.1, 0.5]), np.array([0.3, 0.5])) == pytest.approx(2.0)
+    # Meeting is not crossing: both curves reach 0.5 at k=2 and stay together.
+    assert crossing_k(np.array([0.1, 0.5]), np.array([0.3, 0.5])) is None
+    # d = [0.2, 0, -0.1]: it touches at k=2 and is below at k=3, so it crosses at k=2.
+    assert crossing_k(np.array([0.1, 0.5, 0.7]), np.array([0.3, 0.5, 0.6])) == pytest.approx(2.0)
     assert crossing_k(np.array([0.1, 0.2]), np.array([0.3, 0.4])) is None  # always above
     assert crossing_k(np.array([0.5, 0.6]), np.array([0.3, 0.4])) is None  # starts below
 

@@ -27,13 +27,14 @@ from boundlab.tracking.names import PROBE, PROBE_STEP, TRAIN_STEP
 PROBES_FILE = "probes.jsonl"
 
 
-def crossing_k(base: np.ndarray, other: np.ndarray) -> float | None:
-    """First k at which `other`'s pass@k curve falls to or below the base's after starting above,
-    linearly interpolated in log2(k) on the difference. None when it never crosses."""
+def crossing_k(base: np.ndarray, other: np.ndarray, tol: float = 1e-12) -> float | None:
+    """First k at which `other`'s pass@k curve falls strictly below the base's after starting
+    above, linearly interpolated in log2(k) on the difference. None when it never crosses: two
+    curves that only meet (both reach 1.0 at k = n, say) have not crossed."""
     d = np.asarray(other, dtype=float) - np.asarray(base, dtype=float)
-    if len(d) == 0 or d[0] <= 0:
+    if len(d) == 0 or d[0] <= tol:
         return None
-    below = np.nonzero(d <= 0)[0]
+    below = np.nonzero(d < -tol)[0]
     if len(below) == 0:
         return None
     j = int(below[0])
