@@ -203,6 +203,9 @@ class AlgoConfig:
     lr_scheduler_type: str = "constant"
     # DAPO: drop groups whose rewards are all equal and refill the batch with groups that carry signal.
     dynamic_sampling: bool = False
+    # DAPO: most extra generation rounds spent refilling the batch after dynamic sampling; then it
+    # trains on the groups it has.
+    max_refill_rounds: int = 4
     # DAPO overlong shaping: a linear penalty over the last `overlong_buffer` tokens before the limit.
     overlong_buffer: int = 0
     overlong_penalty: float = 1.0

@@ -1,4 +1,8 @@
-"""Algorithms by name. Each builder returns a configured TRL trainer (see `grpo.py`)."""
+"""Algorithms by name. Each builder returns a configured trainer: TRL's own where TRL has the
+algorithm (`grpo.py`, `distill.py`), our `OnPolicyTrainer` where it does not (`onpolicy.py`).
+
+A builder may carry a `check(cfg)` attribute that raises ConfigError for a combination it cannot
+honour; `check(cfg)` below runs it at start, before any model work."""
 
 from __future__ import annotations
 
@@ -8,5 +12,14 @@ ALGOS: Registry = Registry("algorithm")
 
 from boundlab.algos import distill as _distill  # noqa: E402,F401
 from boundlab.algos import grpo as _grpo  # noqa: E402,F401
+from boundlab.algos import onpolicy as _onpolicy  # noqa: E402,F401
 
-__all__ = ["ALGOS"]
+
+def check(cfg) -> None:
+    """Fail fast, in one line, on an unknown algorithm or a combination it cannot honour."""
+    builder = ALGOS.get(cfg.algo.name)
+    chk = getattr(builder, "check", None)
+    if chk is not None:
+        chk(cfg)
+
+__all__ = ["ALGOS", "check"]

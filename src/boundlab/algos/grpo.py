@@ -54,16 +54,31 @@ def _check_batch(a: Any) -> None:
                          f"a multiple of algo.rollouts ({a.rollouts})")
 
 
+def check_grpo(cfg: Any) -> None:
+    a, kl = cfg.algo, cfg.kl
+    _check_batch(a)
+    if kl.coef > 0 and (kl.where not in ("auto", "loss") or kl.estimator not in ("auto", "k3")):
+        raise ConfigError(f"algo={a.name} puts KL in the loss with the k3 estimator (TRL GRPOTrainer); "
+                          f"kl.where={kl.where} kl.estimator={kl.estimator} is not available")
+
+
+def check_rloo(cfg: Any) -> None:
+    a, kl = cfg.algo, cfg.kl
+    _check_batch(a)
+    if a.rollouts < 2:
+        raise ConfigError("algo=rloo needs algo.rollouts >= 2 (the baseline leaves one sample out)")
+    if kl.coef > 0 and (kl.where not in ("auto", "reward") or kl.estimator not in ("auto", "k1")):
+        raise ConfigError(f"algo=rloo puts KL in the reward with the k1 estimator (TRL RLOOTrainer); "
+                          f"kl.where={kl.where} kl.estimator={kl.estimator} is not available")
+
+
 def _grpo_family(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list,
                  callbacks: list, output_dir: str, report_to: list[str], peft_config: Any,
                  loss_type: str, scale_rewards: str):
     from trl import GRPOConfig, GRPOTrainer
 
     a, kl = cfg.algo, cfg.kl
-    _check_batch(a)
-    if kl.coef > 0 and (kl.where not in ("auto", "loss") or kl.estimator not in ("auto", "k3")):
-        raise ConfigError(f"algo={a.name} puts KL in the loss with the k3 estimator (TRL GRPOTrainer); "
-                         f"kl.where={kl.where} kl.estimator={kl.estimator} is not available")
+    check_grpo(cfg)
     args = GRPOConfig(
         **training_args_common(cfg, output_dir, report_to),
         num_generations=a.rollouts,
@@ -106,12 +121,7 @@ def build_rloo(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_
     from trl import RLOOConfig, RLOOTrainer
 
     a, kl = cfg.algo, cfg.kl
-    _check_batch(a)
-    if a.rollouts < 2:
-        raise ConfigError("algo=rloo needs algo.rollouts >= 2 (the baseline leaves one sample out)")
-    if kl.coef > 0 and (kl.where not in ("auto", "reward") or kl.estimator not in ("auto", "k1")):
-        raise ConfigError(f"algo=rloo puts KL in the reward with the k1 estimator (TRL RLOOTrainer); "
-                         f"kl.where={kl.where} kl.estimator={kl.estimator} is not available")
+    check_rloo(cfg)
     args = RLOOConfig(
         **training_args_common(cfg, output_dir, report_to),
         num_generations=a.rollouts,
@@ -126,3 +136,8 @@ def build_rloo(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_
     )
     return RLOOTrainer(model=model, reward_funcs=reward_funcs, args=args, train_dataset=train_dataset,
                        processing_class=tokenizer, callbacks=callbacks, peft_config=peft_config)
+
+
+build_grpo.check = check_grpo  # type: ignore[attr-defined]
+build_dr_grpo.check = check_grpo  # type: ignore[attr-defined]
+build_rloo.check = check_rloo  # type: ignore[attr-defined]

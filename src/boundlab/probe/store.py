@@ -85,9 +85,18 @@ class Store:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(str(self.path), timeout=60, isolation_level=None,
                                   check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(_SCHEMA)
+        # Several processes may open a new store at once (a sweep's jobs, DDP ranks): switching to
+        # WAL and creating the schema can meet "database is locked" despite the busy timeout.
+        for attempt in range(20):
+            try:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")
+                self.db.executescript(_SCHEMA)
+                break
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or attempt == 19:
+                    raise
+                time.sleep(0.1 * (attempt + 1))
 
     # -- probes -------------------------------------------------------------------------------
     def ensure_probe(self, key: str, model_fp: str, task_fp: str, settings: dict[str, Any],

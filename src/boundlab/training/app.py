@@ -88,9 +88,14 @@ def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.training.rewards import make_reward_fn
     from boundlab.verify import build_verifier
 
+    from boundlab.algos import check as check_algo
+
+    check_algo(cfg)  # an impossible combination fails here, before any model work
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     threads = _set_threads(cfg.backend.torch_threads)
+    # Under accelerate/DeepSpeed only rank 0 probes; the other ranks just train.
+    main_rank = int(os.environ.get("RANK", "0")) == 0
     resuming = cfg.resume is not None
     if resuming and not Path(cfg.resume).is_dir():
         raise FileNotFoundError(f"resume={cfg.resume}: no such run dir")
@@ -121,10 +126,10 @@ def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         if resuming and logger.mode == "offline":
             _relog_lost_probes(tracker, run_dir, logger.run_id)
         detached = cfg.train.probe_mode == "detached"
-        if cfg.train.probe_base and not detached:
+        if cfg.train.probe_base and not detached and main_rank:
             tracker.probe_base(base_dir)  # detached: the watcher probes the base
         # Checkpoints saved before a crash but not yet probed: probe them now, before training on.
-        if not detached:
+        if not detached and main_rank:
             for step, path in ck.checkpoints(ckpt_dir):
                 tracker.probe_checkpoint(step, str(path))
 
