@@ -314,6 +314,10 @@ def register_configs() -> None:
     if not OmegaConf.has_resolver("basename"):
         # ${basename:${hydra:sweep.dir}}: a sweep's W&B group is named after its sweep dir.
         OmegaConf.register_new_resolver("basename", lambda p: str(p).rstrip("/").rsplit("/", 1)[-1])
+    if not OmegaConf.has_resolver("if_null"):
+        # ${if_null:${resume},outputs/...}: the first value unless it is null (oc.select only
+        # falls back for missing keys, not for null ones).
+        OmegaConf.register_new_resolver("if_null", lambda x, default: default if x is None else x)
     if not OmegaConf.has_resolver("mul"):
         # ${mul:${algo.rollouts},4}: keep prompts per batch fixed while the rollout count varies.
         OmegaConf.register_new_resolver("mul", lambda a, b: int(a) * int(b))

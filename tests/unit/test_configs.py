@@ -97,3 +97,16 @@ def test_comments_above_every_schema_field():
             prev = src[i - 1].strip()
             assert prev.startswith("#") or src[i - 1].strip().endswith(",") or "=" in src[i - 1], \
                 f"config.py:{i + 1} {line.strip()} has no comment above it"
+
+
+@pytest.mark.parametrize("primary", PRIMARY)
+def test_run_dir_resolves_without_overrides(primary):
+    # The quick start runs without hydra.run.dir: the default run dir must resolve to a path.
+    cfg = _compose(primary)
+    run_dir = OmegaConf.select(cfg, "hydra.run.dir")
+    assert isinstance(run_dir, str) and run_dir.startswith("outputs/"), run_dir
+
+
+def test_resume_sets_the_run_dir():
+    cfg = _compose("train", ["resume=/tmp/some/run"])
+    assert OmegaConf.select(cfg, "hydra.run.dir") == "/tmp/some/run"
