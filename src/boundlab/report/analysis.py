@@ -161,7 +161,7 @@ CROSSES, NO_CROSSING, NOT_ABOVE_AT_1 = "crosses", "no_crossing", "not_above_at_1
 
 @dataclass
 class Crossing:
-    # crosses: the model starts above the base and falls to or below it at k (interpolated);
+    # crosses: the model starts above the base and falls strictly below it at k (interpolated);
     # no_crossing: it stays above up to n; not_above_at_1: it is not above the base even at k = 1.
     status: str
     k: float | None

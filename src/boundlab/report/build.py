@@ -220,7 +220,7 @@ def _passk_section(ctx: Context) -> None:
     d.add("Every k with its interval: [passk.csv](passk.csv).")
 
     d.add("### Crossing k",
-          "The k at which the model's pass@k falls to or below the base's (interpolated in log2 k on "
+          "The k at which the model's pass@k falls strictly below the base's (interpolated in log2 k on "
           "the difference of the mean curves). Its interval resamples problems and recomputes both "
           "curves and the crossing; a resample that does not cross by n counts as beyond n.")
     rows = []
