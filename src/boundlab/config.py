@@ -130,7 +130,8 @@ class VerifyConfig:
 
 
 @dataclass
-class ProbeMain:
+class ProbingMain:
+    """What every entry point that probes shares: the model, the task and how to probe it."""
     model: ModelConfig = field(default_factory=ModelConfig)
     task: TaskConfig = field(default_factory=TaskConfig)
     probe: ProbeSettings = field(default_factory=ProbeSettings)
@@ -138,6 +139,10 @@ class ProbeMain:
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
     verify: VerifyConfig = field(default_factory=VerifyConfig)
+
+
+@dataclass
+class ProbeMain(ProbingMain):
     # Write the task's prompts to this JSONL file and exit (for sampling with another engine).
     export: Optional[str] = None
     # Score completions from this JSONL file ({"problem_id", "completion"} per line); no model.
@@ -280,14 +285,7 @@ class TrainLoop:
 
 
 @dataclass
-class TrainMain:
-    model: ModelConfig = field(default_factory=ModelConfig)
-    task: TaskConfig = field(default_factory=TaskConfig)
-    probe: ProbeSettings = field(default_factory=ProbeSettings)
-    sampler: SamplerConfig = field(default_factory=SamplerConfig)
-    logger: LoggerConfig = field(default_factory=LoggerConfig)
-    store: StoreConfig = field(default_factory=StoreConfig)
-    verify: VerifyConfig = field(default_factory=VerifyConfig)
+class TrainMain(ProbingMain):
     algo: AlgoConfig = field(default_factory=AlgoConfig)
     kl: KLConfig = field(default_factory=KLConfig)
     # The teacher for distillation (sft_distill, onpolicy_distill); unused by RL algorithms.

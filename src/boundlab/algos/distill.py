@@ -25,11 +25,9 @@ from boundlab.algos.grpo import training_args_common
 def generate_traces(cfg: Any, task: Any, verifier: Any, store: Any, run_dir: Path,
                     progress: bool = True) -> tuple[list[dict[str, str]], dict[str, Any]]:
     """Sample the teacher, keep verified distinct traces. Returns (rows, stats)."""
-    from boundlab.models import model_fingerprint, resolve_model_path
+    from boundlab.models import load_tokenizer, model_fingerprint, resolve_model_path
     from boundlab.probe.runner import probe_model
-    from boundlab.probe.store import probe_key  # noqa: F401  (documented key scheme)
     from boundlab.sampling import build_sampler
-    from boundlab.models import load_tokenizer
     from boundlab.sampling.base import GenSettings
 
     a = cfg.algo

@@ -72,19 +72,12 @@ def check_rloo(cfg: Any) -> None:
                           f"kl.where={kl.where} kl.estimator={kl.estimator} is not available")
 
 
-def _grpo_family(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list,
-                 callbacks: list, output_dir: str, report_to: list[str], peft_config: Any,
-                 loss_type: str, scale_rewards: str):
-    from trl import GRPOConfig, GRPOTrainer
-
+def _rl_args(cfg: Any) -> dict[str, Any]:
+    """Arguments GRPOConfig and RLOOConfig take alike: rollouts, KL, clipping, sampling."""
     a, kl = cfg.algo, cfg.kl
-    check_grpo(cfg)
-    args = GRPOConfig(
-        **training_args_common(cfg, output_dir, report_to),
+    return dict(
         num_generations=a.rollouts,
         beta=kl.coef if kl.where != "none" else 0.0,
-        loss_type=loss_type,
-        scale_rewards=scale_rewards,
         epsilon=a.epsilon,
         epsilon_high=a.epsilon_high if a.epsilon_high is not None else a.epsilon,
         num_iterations=a.num_iterations,
@@ -93,6 +86,16 @@ def _grpo_family(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, rewar
         top_p=1.0,
         top_k=0,
     )
+
+
+def _grpo_family(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list,
+                 callbacks: list, output_dir: str, report_to: list[str], peft_config: Any,
+                 loss_type: str, scale_rewards: str):
+    from trl import GRPOConfig, GRPOTrainer
+
+    check_grpo(cfg)
+    args = GRPOConfig(**training_args_common(cfg, output_dir, report_to), **_rl_args(cfg),
+                      loss_type=loss_type, scale_rewards=scale_rewards)
     return GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args, train_dataset=train_dataset,
                        processing_class=tokenizer, callbacks=callbacks, peft_config=peft_config)
 
@@ -120,20 +123,8 @@ def build_rloo(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_
     the k1 estimator, so that is the only placement offered."""
     from trl import RLOOConfig, RLOOTrainer
 
-    a, kl = cfg.algo, cfg.kl
     check_rloo(cfg)
-    args = RLOOConfig(
-        **training_args_common(cfg, output_dir, report_to),
-        num_generations=a.rollouts,
-        beta=kl.coef if kl.where != "none" else 0.0,
-        epsilon=a.epsilon,
-        epsilon_high=a.epsilon_high if a.epsilon_high is not None else a.epsilon,
-        num_iterations=a.num_iterations,
-        max_completion_length=a.max_completion_length,
-        temperature=a.temperature,
-        top_p=1.0,
-        top_k=0,
-    )
+    args = RLOOConfig(**training_args_common(cfg, output_dir, report_to), **_rl_args(cfg))
     return RLOOTrainer(model=model, reward_funcs=reward_funcs, args=args, train_dataset=train_dataset,
                        processing_class=tokenizer, callbacks=callbacks, peft_config=peft_config)
 

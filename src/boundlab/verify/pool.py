@@ -131,7 +131,7 @@ class DeadlinePool:
                     if w.job is not None:
                         results[w.job] = CRASH
                         remaining -= 1
-                    nw = self._replace(w)
+                    self._replace(w)
                     continue
                 if msg == _READY:
                     w.ready = True
