@@ -13,8 +13,9 @@ import hashlib
 import importlib.util
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 
 class ModelNotFound(FileNotFoundError):
@@ -115,7 +116,31 @@ def torch_dtype(name: str):
             "float16": torch.float16}[name]
 
 
-def load_model(cfg: Any, device: str = "cpu", resolved: str | None = None):
+@contextmanager
+def _without_zero3_init() -> Iterator[None]:
+    """Load a whole model on this rank even while a ZeRO-3 training run is active.
+
+    Once ZeRO-3 TrainingArguments exist, transformers partitions every `from_pretrained` through
+    `deepspeed.zero.Init`, a collective. The probe loads checkpoints on rank 0 only, so that
+    collective would meet the other ranks' training collectives and desynchronise them. transformers
+    exposes only `unset_hf_deepspeed_config`, so the weak reference is saved and put back here.
+    """
+    try:
+        from transformers.integrations import deepspeed as hf_ds
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    saved = hf_ds._hf_deepspeed_config_weak_ref
+    hf_ds.unset_hf_deepspeed_config()
+    try:
+        yield
+    finally:
+        hf_ds._hf_deepspeed_config_weak_ref = saved
+
+
+def load_model(cfg: Any, device: str = "cpu", resolved: str | None = None,
+               whole: bool = False):
+    """`whole=True`: never partition with ZeRO-3 (for probing on one rank)."""
     from transformers import AutoModelForCausalLM
 
     resolved = resolved or resolve_model_path(cfg)
@@ -125,9 +150,15 @@ def load_model(cfg: Any, device: str = "cpu", resolved: str | None = None):
 
         dtype = torch.float32  # bf16 matmuls are slow on most CPUs
     try:
-        model = AutoModelForCausalLM.from_pretrained(resolved, dtype=dtype,
-                                                     trust_remote_code=cfg.trust_remote_code,
-                                                     **_hub_kwargs(cfg, resolved))
+        if whole:
+            with _without_zero3_init():
+                model = AutoModelForCausalLM.from_pretrained(
+                    resolved, dtype=dtype, trust_remote_code=cfg.trust_remote_code,
+                    **_hub_kwargs(cfg, resolved))
+        else:
+            model = AutoModelForCausalLM.from_pretrained(resolved, dtype=dtype,
+                                                         trust_remote_code=cfg.trust_remote_code,
+                                                         **_hub_kwargs(cfg, resolved))
     except OSError as e:
         raise _load_error(cfg, resolved, e) from None
     model.to(device)

@@ -19,7 +19,8 @@ def _hf(model_cfg: Any, sampler_cfg: Any, model: Any = None, tokenizer: Any = No
     if model is None:
         resolved = resolve_model_path(model_cfg)
         tokenizer = tokenizer or load_tokenizer(model_cfg, resolved)
-        model = load_model(model_cfg, device, resolved)
+        # Samplers hold a whole model on one rank, never a ZeRO-3 partition.
+        model = load_model(model_cfg, device, resolved, whole=True)
     return HFSampler(model, tokenizer, batch_size=sampler_cfg.batch_size)
 
 

@@ -56,6 +56,9 @@ class HFSampler(Sampler):
             max_new_tokens=s.max_new_tokens,
             pad_token_id=self.pad_id,
             eos_token_id=sorted(self.eos_ids),
+            # Under a ZeRO-3 run transformers would sync every decoding step across ranks; the
+            # probe samples a whole model on one rank, so that all_reduce would hang the others.
+            synced_gpus=False,
         )
         if s.temperature > 0:
             # top_k=0 switches off transformers' default top-k of 50, which would bias pass@k.

@@ -59,7 +59,8 @@ def _make_sampler_factory(cfg: Any):
 
             from boundlab.models import resolve_model_path
 
-            base = load_model(cfg.model, pick_device(cfg.sampler.device), resolve_model_path(cfg.model))
+            base = load_model(cfg.model, pick_device(cfg.sampler.device), resolve_model_path(cfg.model),
+                              whole=True)
             model = PeftModel.from_pretrained(base, model_dir).merge_and_unload()
             return build_sampler(mcfg, cfg.sampler, model=model, tokenizer=tok), tok
         return build_sampler(mcfg, cfg.sampler, tokenizer=tok), tok
