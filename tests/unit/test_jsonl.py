@@ -86,3 +86,11 @@ def test_mmath_tasks_have_expected_sizes():
     t = build_task(cfg("aime24"))
     assert t.by_id("aime24-0").answer == "204"
     assert "\\boxed{}" in t.render(t.problems[0])
+
+
+def test_with_problems_keeps_everything_but_the_problems():
+    t = Task("t", [Problem("a", "q", "1"), Problem("b", "q", "2")], template="Q:{question}",
+             verifier="exact", chat=True, system="s")
+    sub = t.with_problems(t.problems[1:])
+    assert [p.problem_id for p in sub.problems] == ["b"] and sub.has("b") and not sub.has("a")
+    assert (sub.name, sub.template, sub.verifier, sub.chat, sub.system) == ("t", "Q:{question}", "exact", True, "s")

@@ -874,45 +874,23 @@ def build_onpolicy(name: str, cfg: Any, model: Any, tokenizer: Any, train_datase
                            critic=critic)
 
 
-@ALGOS.register("ppo")
-def build_ppo(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list, callbacks: list,
-              output_dir: str, report_to: list[str], peft_config: Any = None) -> OnPolicyTrainer:
-    return build_onpolicy("ppo", cfg, model, tokenizer, train_dataset, reward_funcs, callbacks, output_dir,
-                          report_to, peft_config)
+def _register(name: str) -> Any:
+    """One registered builder per algorithm this trainer implements, with its start-up check."""
 
+    def build(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list,
+              callbacks: list, output_dir: str, report_to: list[str], peft_config: Any = None
+              ) -> OnPolicyTrainer:
+        return build_onpolicy(name, cfg, model, tokenizer, train_dataset, reward_funcs, callbacks,
+                              output_dir, report_to, peft_config)
 
-@ALGOS.register("reinforce_pp")
-def build_reinforce_pp(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list,
-                       callbacks: list, output_dir: str, report_to: list[str], peft_config: Any = None
-                       ) -> OnPolicyTrainer:
-    return build_onpolicy("reinforce_pp", cfg, model, tokenizer, train_dataset, reward_funcs, callbacks,
-                          output_dir, report_to, peft_config)
-
-
-@ALGOS.register("reinforce_pp_baseline")
-def build_reinforce_pp_baseline(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any,
-                                reward_funcs: list, callbacks: list, output_dir: str, report_to: list[str],
-                                peft_config: Any = None) -> OnPolicyTrainer:
-    return build_onpolicy("reinforce_pp_baseline", cfg, model, tokenizer, train_dataset, reward_funcs,
-                          callbacks, output_dir, report_to, peft_config)
-
-
-@ALGOS.register("remax")
-def build_remax(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list, callbacks: list,
-                output_dir: str, report_to: list[str], peft_config: Any = None) -> OnPolicyTrainer:
-    return build_onpolicy("remax", cfg, model, tokenizer, train_dataset, reward_funcs, callbacks, output_dir,
-                          report_to, peft_config)
-
-
-@ALGOS.register("dapo")
-def build_dapo(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list, callbacks: list,
-               output_dir: str, report_to: list[str], peft_config: Any = None) -> OnPolicyTrainer:
-    return build_onpolicy("dapo", cfg, model, tokenizer, train_dataset, reward_funcs, callbacks, output_dir,
-                          report_to, peft_config)
-
-
-for _name, _builder in (("ppo", build_ppo), ("reinforce_pp", build_reinforce_pp),
-                        ("reinforce_pp_baseline", build_reinforce_pp_baseline),
-                        ("remax", build_remax), ("dapo", build_dapo)):
+    build.__name__ = f"build_{name}"
     # Checked at start by boundlab.algos.check, before the base is probed.
-    _builder.check = (lambda n: (lambda cfg: settings_from_cfg(n, cfg)))(_name)  # type: ignore[attr-defined]
+    build.check = lambda cfg: settings_from_cfg(name, cfg)  # type: ignore[attr-defined]
+    return ALGOS.register(name)(build)
+
+
+build_ppo = _register("ppo")
+build_reinforce_pp = _register("reinforce_pp")
+build_reinforce_pp_baseline = _register("reinforce_pp_baseline")
+build_remax = _register("remax")
+build_dapo = _register("dapo")

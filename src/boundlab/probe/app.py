@@ -29,8 +29,7 @@ def set_threads(n: int | None) -> int:
 def load_task(cfg: Any) -> Task:
     task = build_task(cfg.task)
     if cfg.probe.limit:
-        task = Task(task.name, task.problems[: cfg.probe.limit], task.template, task.verifier,
-                    task.chat, task.system)
+        task = task.with_problems(task.problems[: cfg.probe.limit])
     return task
 
 

@@ -208,8 +208,7 @@ def score_samples_file(task: Task, path: str | Path, verifier: Verifier, store: 
     """Score completions made by any engine. Only problems present in the file are scored."""
     t0 = time.time()
     per = read_samples_file(path, task)
-    sub = Task(task.name, [p for p in task.problems if p.problem_id in per], task.template,
-               task.verifier, task.chat, task.system)
+    sub = task.with_problems([p for p in task.problems if p.problem_id in per])
     file_fp = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
     model_fp = "samples:" + file_fp
     settings = {"source": "external", "file": str(Path(path).name)}

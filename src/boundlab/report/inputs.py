@@ -286,10 +286,7 @@ def resolve_inputs(cfg: Any, store: Store) -> Inputs:
 
 # -- the task -----------------------------------------------------------------------------------
 def _restricted(task: Any, ids: set[str]) -> Any:
-    from boundlab.tasks import Task
-
-    return Task(task.name, [p for p in task.problems if p.problem_id in ids], task.template,
-                task.verifier, task.chat, task.system)
+    return task.with_problems([p for p in task.problems if p.problem_id in ids])
 
 
 def resolve_task(cfg: Any, inputs: Inputs, store: Store, ids: list[str]) -> tuple[Any, list[str]]:

@@ -40,8 +40,7 @@ def build_task(cfg: Any) -> Task:
         task.verifier = cfg.verifier
     limit = getattr(cfg, "limit", None)
     if limit:
-        task = Task(task.name, task.problems[: int(limit)], task.template, task.verifier,
-                    task.chat, task.system)
+        task = task.with_problems(task.problems[: int(limit)])
     if not task.problems:
         raise ValueError(f"task {cfg.name!r} has no problems")
     return task

@@ -52,6 +52,10 @@ class Task:
     def has(self, problem_id: str) -> bool:
         return problem_id in self._by_id
 
+    def with_problems(self, problems: list[Problem]) -> "Task":
+        """The same task (template, verifier, chat settings) over a subset of its problems."""
+        return Task(self.name, problems, self.template, self.verifier, self.chat, self.system)
+
     def render(self, problem: Problem, tokenizer: Any = None) -> str:
         """The exact prompt string a sampler feeds the model."""
         text = self.template.format(question=problem.question)

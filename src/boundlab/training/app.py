@@ -21,6 +21,7 @@ from typing import Any
 from boundlab.config import to_dict
 
 RUN_INFO = "run_info.json"
+DONE_MARKER = "training_done"
 
 
 @dataclass
@@ -30,15 +31,6 @@ class BuildContext:
     verifier: Any
     store: Any
     run_dir: Path
-DONE_MARKER = "training_done"
-
-
-def _set_threads(n: int | None) -> int:
-    import torch
-
-    n = n or len(os.sched_getaffinity(0))
-    torch.set_num_threads(n)
-    return n
 
 
 def _load_run_info(run_dir: Path) -> dict[str, Any]:
@@ -52,7 +44,7 @@ def _make_sampler_factory(cfg: Any):
     from boundlab.sampling import build_sampler, pick_device
 
     def make(model_dir: str):
-        mcfg = _model_cfg_for(cfg.model, model_dir)
+        mcfg = _with(cfg.model, path=model_dir, gguf_package=None, gguf_file=None)
         tok = load_tokenizer(mcfg, model_dir)
         if (Path(model_dir) / "adapter_config.json").is_file():
             from peft import PeftModel
@@ -68,18 +60,10 @@ def _make_sampler_factory(cfg: Any):
     return make
 
 
-def _model_cfg_for(model_cfg: Any, path: str) -> Any:
-    from types import SimpleNamespace
-
-    d = dict(to_dict(model_cfg))
-    d.update(path=path, gguf_package=None, gguf_file=None)
-    return SimpleNamespace(**d)
-
-
 def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.algos import ALGOS
     from boundlab.models import load_model, load_tokenizer, resolve_model_path
-    from boundlab.probe.app import gen_settings, load_task
+    from boundlab.probe.app import gen_settings, load_task, set_threads
     from boundlab.probe.boundary import BoundaryTracker
     from boundlab.probe.callback import ProbeCallback
     from boundlab.probe.store import Store
@@ -94,7 +78,7 @@ def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     check_algo(cfg)  # an impossible combination fails here, before any model work
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    threads = _set_threads(cfg.backend.torch_threads)
+    threads = set_threads(cfg.backend.torch_threads)
     # Under accelerate/DeepSpeed only rank 0 probes; the other ranks just train.
     main_rank = int(os.environ.get("RANK", "0")) == 0
     resuming = cfg.resume is not None
