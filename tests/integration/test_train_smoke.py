@@ -72,18 +72,15 @@ def test_killed_after_save_resumes_without_reprobing_or_losing(tmp_path):
     run_dir = tmp_path / "run"
     args = ["debug=smoke", "train.max_steps=6", "backend.torch_threads=1",
             f"hydra.run.dir={run_dir}"]
-    # A new session, so the kill takes the whole job (W&B's service process too), as a crash or a
-    # preempted node would: a lone orphaned wandb-core can hold the run id for a while.
     proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), *args], cwd=tmp_path,
-                            env=env_for(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+                            env=env_for(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 600
     while time.time() < deadline:
         time.sleep(0.2)
         if (run_dir / "checkpoints" / "checkpoint-2" / "boundlab_complete").exists():
             break
         assert proc.poll() is None, "training ended before it could be killed"
-    os.killpg(proc.pid, signal.SIGKILL)
+    os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     first_id = json.loads((run_dir / "run_info.json").read_text())["wandb_run_id"]
 
