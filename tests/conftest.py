@@ -18,6 +18,10 @@ def _offline_env(monkeypatch, tmp_path_factory):
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
+    # An in-process wandb.init (tracking tests) publishes its service in WANDB_SERVICE; a child
+    # train.py would inherit it and share that service, which keeps a SIGKILLed child's run id
+    # "in use" so its resume is refused. Every test's subprocesses get their own service.
+    monkeypatch.delenv("WANDB_SERVICE", raising=False)
 
 
 def build_tiny_lm(out: Path, hidden: int = 32, layers: int = 2, seed: int = 0) -> Path:
