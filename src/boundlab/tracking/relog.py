@@ -10,7 +10,6 @@ checkpoint are trained (and logged) again by the resumed run, so they are not re
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +50,13 @@ def lost_train_rows(history: list[dict[str, Any]], log_history: list[dict[str, A
 def relog_lost_train_metrics(logger: Any, run_dir: Path, run_id: str, resume_from: Path | None) -> list[int]:
     """Re-log the `train/*` rows of `resume_from`'s trainer_state.json that the offline run lost.
     Returns the steps re-logged (printed in one line when there are any)."""
+    from boundlab.rundir_io import read_json
     from boundlab.tracking.reader import read_offline_run
 
     state_file = Path(resume_from) / "trainer_state.json" if resume_from else None
     if state_file is None or not state_file.is_file():
         return []
-    log_history = json.loads(state_file.read_text()).get("log_history", [])
+    log_history = read_json(state_file, {}, "the checkpoint's training log").get("log_history", [])
     try:
         history = read_offline_run(run_dir, run_id=run_id).history
     except Exception:  # noqa: BLE001 - no readable run file yet: every row is missing
