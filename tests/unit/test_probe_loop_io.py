@@ -164,6 +164,19 @@ def test_isolated_rng_leaves_every_generator_where_it_was():
     assert draws() == expected
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_isolated_rng_restores_the_cuda_generator():
+    from boundlab.probe.rng import isolated_rng
+
+    torch.cuda.manual_seed(1)
+    expected = torch.rand(3, device="cuda").tolist()
+    torch.cuda.manual_seed(1)
+    with isolated_rng():
+        torch.cuda.manual_seed(99)
+        torch.rand(3, device="cuda")
+    assert torch.rand(3, device="cuda").tolist() == expected
+
+
 def test_lost_train_rows_are_the_steps_wandb_does_not_hold():
     from boundlab.tracking.relog import lost_train_rows
 

@@ -89,7 +89,8 @@ class BoundaryTracker:
 
     # -- bookkeeping -----------------------------------------------------------------------
     def _load_rows(self) -> None:
-        # repair=True: the tracker is the file's writer (inline training or the watcher).
+        # repair=True: the tracker is the file's writer (inline training or the watcher). The trainer
+        # of a detached run loads it too; a torn line there can only be left by a dead writer.
         self.rows = read_jsonl(self.run_dir / PROBES_FILE, repair=True)
 
     def done_steps(self) -> set[int]:

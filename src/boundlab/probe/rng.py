@@ -21,8 +21,9 @@ import torch
 def _cuda_devices() -> list[int]:
     # Only the current device: the probe samples on "cuda", which is the current device, and forking
     # every visible device would create a CUDA context on each (rank 0 of a multi-GPU job would then
-    # hold memory on every rank's GPU).
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
+    # hold memory on every rank's GPU). HF saves and restores the CUDA RNG whenever CUDA is present,
+    # so it is forked whenever CUDA is present, even if this process has not used it yet.
+    if torch.cuda.is_available():
         return [torch.cuda.current_device()]
     return []
 
