@@ -271,7 +271,8 @@ class TrainLoop:
     logging_steps: int = 5
     # Seed for data order, rollouts and initialisation of any new heads.
     seed: int = 0
-    # Keep at most this many checkpoints on disk (null = all; probes keep their results anyway).
+    # Keep at most this many checkpoints on disk (null = all). Only probed checkpoints are deleted:
+    # with detached probing, unprobed ones stay until the watcher has probed them.
     save_total_limit: Optional[int] = None
     # inline: probe each checkpoint in the training process (training waits);
     # detached: only record it, for a `python probe.py watch=RUN_DIR` worker.

@@ -101,8 +101,10 @@ def test_detached_probe_worker_probes_every_checkpoint_into_the_same_run(tmp_pat
     proc = train(tmp_path, "debug=smoke", "train.probe_mode=detached", "backend.torch_threads=1",
                  f"hydra.run.dir={run_dir}")
     assert not (run_dir / "probes.jsonl").exists()  # training itself probed nothing
-    queued = [json.loads(x)["step"] for x in (run_dir / "probe_queue.jsonl").read_text().splitlines()]
-    assert queued == [2, 4]
+    # The watcher's work list is the complete checkpoints (there is no queue file).
+    from boundlab.training.checkpoints import checkpoints
+    assert [step for step, _ in checkpoints(run_dir / "checkpoints")] == [2, 4]
+    assert not (run_dir / "probe_queue.jsonl").exists()
     worker = subprocess.run([sys.executable, str(ROOT / "probe.py"), f"watch={run_dir}",
                              "watch_poll_s=0.5", "watch_timeout_s=300",
                              f"hydra.run.dir={tmp_path / 'worker'}"],

@@ -24,7 +24,9 @@ def training_args_common(cfg: Any, output_dir: str, report_to: list[str]) -> dic
         max_steps=t.max_steps,
         save_strategy="steps",
         save_steps=t.save_steps,
-        save_total_limit=t.save_total_limit,
+        # BoundLab rotates (training/checkpoints.rotate, from the probe callback): HF would delete
+        # checkpoints inside its save, before the callback could probe or hand them on.
+        save_total_limit=None,
         logging_steps=t.logging_steps,
         seed=t.seed,
         learning_rate=a.learning_rate,

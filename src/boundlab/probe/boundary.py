@@ -4,13 +4,19 @@ Per probe it logs pass@k (powers of two and n), the change against the base at t
 base-solvable problems lost and the new ones gained, an overlay of the checkpoint's curve on the
 base's, and the boundary plot (pass@1 and pass@n against the step, the paper's Figure 1 right).
 `boundary.csv` and `boundary.png` in the run dir are rewritten after every probe, W&B or not.
-`probes.jsonl` records each finished probe, so a resumed run neither re-probes nor loses one.
+`probes.jsonl` records each finished probe, so a resumed run neither re-probes nor loses one; it and
+`boundary.csv` are replaced atomically (`boundlab.rundir_io`), and a torn last line left by an older
+writer or a full disk is skipped and cut off at load.
+
+Every probe runs inside `isolated_rng()`: sampling seeds the global torch RNG, and an inline probe in
+the training process must not move the trainer's RNG (probe settings would change the trained weights,
+and a killed-and-resumed run, which restores the RNG saved with the checkpoint, would diverge).
 """
 
 from __future__ import annotations
 
 import csv
-import json
+import io
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -19,7 +25,9 @@ import numpy as np
 
 from boundlab.probe.estimator import bootstrap_diff_ci, powers_of_two
 from boundlab.probe.runner import ProbeResult, probe_model
+from boundlab.probe.rng import isolated_rng
 from boundlab.probe.store import Store
+from boundlab.rundir_io import append_jsonl, atomic_write_text, read_jsonl
 from boundlab.sampling.base import GenSettings
 from boundlab.tasks.base import Task
 from boundlab.tracking.names import PROBE, PROBE_STEP, TRAIN_STEP
@@ -81,30 +89,29 @@ class BoundaryTracker:
 
     # -- bookkeeping -----------------------------------------------------------------------
     def _load_rows(self) -> None:
-        f = self.run_dir / PROBES_FILE
-        if f.is_file():
-            self.rows = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+        # repair=True: the tracker is the file's writer (inline training or the watcher). The trainer
+        # of a detached run loads it too; a torn line there can only be left by a dead writer.
+        self.rows = read_jsonl(self.run_dir / PROBES_FILE, repair=True)
 
     def done_steps(self) -> set[int]:
         return {int(r["step"]) for r in self.rows if r.get("kind") == "checkpoint"}
 
     def _append_row(self, row: dict[str, Any]) -> None:
-        self.rows.append(row)
-        with (self.run_dir / PROBES_FILE).open("a") as f:
-            f.write(json.dumps(row) + "\n")
+        self.rows = append_jsonl(self.run_dir / PROBES_FILE, row)
 
     # -- probing ---------------------------------------------------------------------------
     def _probe(self, model_dir: str, name: str) -> ProbeResult:
         from boundlab.models import model_fingerprint
 
-        sampler, tok = self.make_sampler(model_dir)
-        try:
-            return probe_model(self.task, sampler, self.verifier, self.store,
-                               model_fingerprint(model_dir, self.store), self.n, self.gen, self.seed,
-                               tok, name, self.bootstrap_iters, self.ci, self.progress,
-                               meta={"path": model_dir})
-        finally:
-            sampler.close()
+        with isolated_rng():
+            sampler, tok = self.make_sampler(model_dir)
+            try:
+                return probe_model(self.task, sampler, self.verifier, self.store,
+                                   model_fingerprint(model_dir, self.store), self.n, self.gen,
+                                   self.seed, tok, name, self.bootstrap_iters, self.ci, self.progress,
+                                   meta={"path": model_dir})
+            finally:
+                sampler.close()
 
     def probe_base(self, model_dir: str, name: str = "base") -> ProbeResult:
         t0 = time.time()
@@ -198,11 +205,12 @@ class BoundaryTracker:
                 "delta_pass@1_ci_high", "delta_pass@n", "delta_pass@n_ci_low", "delta_pass@n_ci_high",
                 "lost", "gained", "solvable", "crossing_k", "strict_pass@1", "strict_pass@n",
                 "probe_seconds"]
-        with (self.run_dir / "boundary.csv").open("w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
-            w.writeheader()
-            for r in rows:
-                w.writerow({k: (f"{v:.6f}" if isinstance(v, float) else v) for k, v in r.items()})
+        buf = io.StringIO(newline="")
+        w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.6f}" if isinstance(v, float) else v) for k, v in r.items()})
+        atomic_write_text(self.run_dir / "boundary.csv", buf.getvalue())
         base = next((r for r in rows if r["kind"] == "base"), None)
         ck = [r for r in rows if r["kind"] == "checkpoint"]
         if base is None:

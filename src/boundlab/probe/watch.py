@@ -5,12 +5,12 @@ process, GPU or node sharing the file system) probes the base and then each comp
 step order, with the training run's own settings (read from RUN_DIR/.hydra/config.yaml), and logs
 into the same W&B run (resumed by the id in RUN_DIR/run_info.json), keyed by the training step.
 It stops once training has finished and every checkpoint is probed. Killed and restarted, it
-skips what probes.jsonl already holds.
+skips what probes.jsonl already holds. With the run's `train.save_total_limit`, it deletes old
+checkpoints once it has probed them (training keeps unprobed ones for it).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
     from boundlab.tracking import build_logger
     from boundlab.training import checkpoints as ck
     from boundlab.training.app import DONE_MARKER, RUN_INFO, _make_sampler_factory, _with
+    from boundlab.rundir_io import read_json
     from boundlab.verify import build_verifier
 
     run_dir = Path(run_dir)
@@ -41,7 +42,7 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
     if sampler_cfg is not None:
         cfg.sampler = sampler_cfg
     set_threads(cfg.sampler.torch_threads)
-    info = json.loads((run_dir / RUN_INFO).read_text()) if (run_dir / RUN_INFO).is_file() else {}
+    info = read_json(run_dir / RUN_INFO, {}, "the training run's W&B run id")
     task = load_task(cfg)
     store = Store(cfg.store.path)
     verifier = build_verifier(task.verifier, **to_dict(cfg.verify))
@@ -59,6 +60,9 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
             for step, path in ck.checkpoints(run_dir / "checkpoints"):
                 if step not in tracker.done_steps():
                     tracker.probe_checkpoint(step, str(path))
+            limit = OmegaConf.select(cfg, "train.save_total_limit")
+            if limit:
+                ck.rotate(run_dir / "checkpoints", limit, tracker.done_steps())
             if finished:
                 break
             if timeout_s is not None and time.time() - start > timeout_s:

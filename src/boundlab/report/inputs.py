@@ -15,6 +15,7 @@ from typing import Any
 
 from boundlab.config import ConfigError
 from boundlab.probe.store import Store
+from boundlab.rundir_io import read_json, read_jsonl
 
 PROBES_FILE = "probes.jsonl"
 RUN_INFO = "run_info.json"
@@ -88,16 +89,14 @@ def read_run(path: str | Path) -> RunDir:
         raise FileNotFoundError(f"run dir not found: {path}")
     if not is_run_dir(path):
         raise ConfigError(f"{path} is not a training run dir (no {PROBES_FILE})")
-    rows = []
-    f = path / PROBES_FILE
-    if f.is_file():
-        rows = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+    # repair=False: the run's trainer or watcher may be writing this file now (see rundir_io).
+    rows = read_jsonl(path / PROBES_FILE, repair=False)
     config = None
     if (path / HYDRA_CONFIG).is_file():
         from omegaconf import OmegaConf
 
         config = OmegaConf.load(path / HYDRA_CONFIG)
-    info = json.loads((path / RUN_INFO).read_text()) if (path / RUN_INFO).is_file() else {}
+    info = read_json(path / RUN_INFO, {})
     algo = info.get("algo") or _select(config, "algo.name") or "?"
     label = path.name if algo in path.name else f"{path.name} ({algo})"
     return RunDir(path, label, str(algo), rows, config)

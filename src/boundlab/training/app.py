@@ -11,7 +11,6 @@ Run dir layout:
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -34,8 +33,9 @@ class BuildContext:
 
 
 def _load_run_info(run_dir: Path) -> dict[str, Any]:
-    f = run_dir / RUN_INFO
-    return json.loads(f.read_text()) if f.is_file() else {}
+    from boundlab.rundir_io import read_json
+
+    return read_json(run_dir / RUN_INFO, {}, "the W&B run id this run logs into")
 
 
 def _make_sampler_factory(cfg: Any):
@@ -67,8 +67,10 @@ def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.probe.boundary import BoundaryTracker
     from boundlab.probe.callback import ProbeCallback
     from boundlab.probe.store import Store
+    from boundlab.rundir_io import atomic_write_json
     from boundlab.tasks import build_task
     from boundlab.tracking import build_logger
+    from boundlab.tracking.relog import relog_lost_train_metrics
     from boundlab.training import checkpoints as ck
     from boundlab.training.rewards import make_reward_fn
     from boundlab.verify import build_verifier
@@ -100,7 +102,7 @@ def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     try:
         info.update(wandb_run_id=logger.run_id, started=info.get("started", time.time()),
                     algo=cfg.algo.name, model=cfg.model.name, task=probe_task.name)
-        (run_dir / RUN_INFO).write_text(json.dumps(info, indent=2))
+        atomic_write_json(run_dir / RUN_INFO, info)
 
         base_dir = resolve_model_path(cfg.model)
         tracker = BoundaryTracker(run_dir, probe_task, store, verifier, logger,
@@ -110,6 +112,7 @@ def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
               f"probing {len(probe_task)} problems x n={cfg.probe.n} per checkpoint", flush=True)
         if resuming and logger.mode == "offline":
             _relog_lost_probes(tracker, run_dir, logger.run_id)
+            relog_lost_train_metrics(logger, run_dir, logger.run_id, resume_from)
         detached = cfg.train.probe_mode == "detached"
         if cfg.train.probe_base and not detached and main_rank:
             tracker.probe_base(base_dir)  # detached: the watcher probes the base
@@ -128,7 +131,7 @@ def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         if getattr(builder, "needs_context", False):
             extra["context"] = BuildContext(train_task, verifier, store, run_dir)
         trainer = builder(cfg, model, tok, dataset, [make_reward_fn(train_task, verifier)],
-                          [ProbeCallback(tracker, cfg.train.probe_mode)], str(ckpt_dir), report_to,
+                          [ProbeCallback(tracker, cfg.train.probe_mode, cfg.train.save_total_limit)], str(ckpt_dir), report_to,
                           peft_config, **extra)
         if resume_from is not None:
             print(f"[boundlab] resuming from {resume_from}", flush=True)

@@ -2,22 +2,41 @@
 
 HF Trainer writes `checkpoint-N` folders non-atomically and `get_last_checkpoint` picks the highest
 N whether or not it finished. Our callback drops a marker file into a checkpoint only after the
-Trainer's save returned; resuming and probing only ever use marked checkpoints.
+Trainer's save returned; resuming and probing only ever use marked checkpoints. Before the marker is
+written the checkpoint's files are fsynced, and the marker itself is written atomically, so a marker
+never vouches for data still in the page cache when the machine dies.
+
+`train.save_total_limit` is applied here, not by HF: the Trainer rotates inside its save, before any
+callback runs, so it would delete checkpoints no probe has seen yet. `rotate` deletes only old
+checkpoints that are already probed and keeps the unprobed ones (with a note) until they are.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from pathlib import Path
+
+from boundlab.rundir_io import atomic_write_text
 
 MARKER = "boundlab_complete"
 _CKPT = re.compile(r"^checkpoint-(\d+)$")
 
 
+def _fsync_tree(root: Path) -> None:
+    for folder, _, files in os.walk(root):
+        for name in files:
+            fd = os.open(os.path.join(folder, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
 def mark_complete(ckpt: Path) -> None:
-    tmp = ckpt / (MARKER + ".tmp")
-    tmp.write_text("ok\n")
-    tmp.rename(ckpt / MARKER)
+    _fsync_tree(ckpt)
+    atomic_write_text(ckpt / MARKER, "ok\n")
 
 
 def is_complete(ckpt: Path) -> bool:
@@ -43,3 +62,28 @@ def latest_complete(output_dir: Path) -> Path | None:
 
 def incomplete(output_dir: Path) -> list[Path]:
     return [p for _, p in checkpoints(output_dir, complete_only=False) if not is_complete(p)]
+
+
+def rotate(output_dir: Path, limit: int | None, probed: set[int], keep: set[Path] = frozenset()) -> list[Path]:
+    """Delete complete checkpoints older than the newest `limit`, but only those whose step is in
+    `probed` (and none in `keep`, e.g. the Trainer's best checkpoint). Returns what was deleted."""
+    if not limit or limit < 1:
+        return []
+    done = checkpoints(output_dir)
+    old = done[:-limit]
+    keep = {Path(p).resolve() for p in keep}
+    deleted, waiting = [], []
+    for step, path in old:
+        if path.resolve() in keep:
+            continue
+        if step not in probed:
+            waiting.append(step)
+            continue
+        # Unmark first: a kill during rmtree leaves an incomplete checkpoint, which nothing uses.
+        (path / MARKER).unlink(missing_ok=True)
+        shutil.rmtree(path, ignore_errors=True)
+        deleted.append(path)
+    if waiting:
+        print(f"[boundlab] save_total_limit={limit}: keeping {len(done) - len(deleted)} checkpoints; "
+              f"steps {waiting} are not probed yet and are deleted once they are", flush=True)
+    return deleted

@@ -1,0 +1,139 @@
+"""The checkpoint-probing loop survives crashes and never changes training (issue 10, cases 4, 5, 6, 8).
+
+- Inline probing does not move the trainer's RNG: probe.n 4 and 8 train byte-identical weights, and a
+  run SIGKILLed (the whole job, W&B's service included) after its first checkpoint probe and resumed
+  ends byte-identical to the run never killed.
+- The resume survives a torn last line in probes.jsonl, and puts back the train/* metrics the kill
+  took out of the offline W&B run.
+- save_total_limit never drops an unprobed checkpoint: inline, old ones go as soon as they are probed;
+  detached, training keeps them until the watcher has probed them, and the watcher deletes them.
+
+The three training runs of the first test run at the same time (one torch thread each) to keep the
+wall time small; each has its own store, so none reuses another's samples.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from boundlab.tracking import read_offline_run
+from boundlab.training.checkpoints import checkpoints
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOKE = ["debug=smoke", "train.max_steps=6", "backend.torch_threads=1"]
+
+
+def env_for(d: Path) -> dict[str, str]:
+    return dict(os.environ, BOUNDLAB_STORE=str(d / "store.sqlite"), WANDB_MODE="offline",
+                HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", WANDB_SILENT="true")
+
+
+def start(d: Path, *args: str, **kw) -> subprocess.Popen:
+    d.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen([sys.executable, *args], cwd=d, env=env_for(d), text=True, **kw)
+
+
+def finish(proc: subprocess.Popen) -> str:
+    out, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, f"exit {proc.returncode}:\n{out[-3000:]}\n{err[-5000:]}"
+    return out + err
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def rows(run_dir: Path) -> list[tuple[str, int]]:
+    # Strict parse: every line of the file must be a whole JSON row.
+    return [(r["kind"], r["step"]) for r in map(json.loads, (run_dir / "probes.jsonl").read_text().splitlines())]
+
+
+def train_steps_in_wandb(run_dir: Path, run_id: str) -> set[int]:
+    return {int(h["train/global_step"]) for h in read_offline_run(run_dir, run_id=run_id).history
+            if "train/reward" in h}
+
+
+@pytest.mark.slow
+def test_inline_probe_never_changes_training_and_a_killed_run_resumes_identically(tmp_path):
+    train = str(ROOT / "train.py")
+    a, c, b = tmp_path / "a", tmp_path / "c", tmp_path / "b"
+    pipe = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # a: the reference; c: the same seed with probe.n=8 (and rotation to one checkpoint);
+    # b: killed after its first checkpoint probe, then resumed.
+    pa = start(a, train, *SMOKE, "probe.n=4", f"hydra.run.dir={a / 'run'}", **pipe)
+    pc = start(c, train, *SMOKE, "probe.n=8", "train.save_total_limit=1", f"hydra.run.dir={c / 'run'}",
+               **pipe)
+    pb = start(b, train, *SMOKE, "probe.n=4", f"hydra.run.dir={b / 'run'}",
+               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    run_b = b / "run"
+    deadline = time.time() + 600
+    while not any(k == "checkpoint" for k, _ in _tolerant_rows(run_b)):
+        assert pb.poll() is None, "run b ended before its first checkpoint probe"
+        assert time.time() < deadline, "run b never probed a checkpoint"
+        time.sleep(0.05)
+    assert pb.poll() is None, "run b finished before it could be killed"
+    os.killpg(pb.pid, signal.SIGKILL)  # the whole job, as a crash or a preemption does
+    pb.wait()
+    assert not (run_b / "training_done").exists()
+    resume_ckpt = checkpoints(run_b / "checkpoints")[-1]
+    assert resume_ckpt[0] < 6
+    run_id = json.loads((run_b / "run_info.json").read_text())["wandb_run_id"]
+    state = json.loads((resume_ckpt[1] / "trainer_state.json").read_text())
+    logged_steps = {e["step"] for e in state["log_history"] if "reward" in e}
+    lost = logged_steps - train_steps_in_wandb(run_b, run_id)
+    assert lost, "the kill lost no W&B training rows: nothing to re-log"
+    # A kill (or a full disk) in the middle of an append leaves a torn last line.
+    n_rows = len(rows(run_b))
+    with (run_b / "probes.jsonl").open("a") as f:
+        f.write('{"step": 6, "kind": "checkpo')
+
+    out_a, out_c = finish(pa), finish(pc)
+    resumed = finish(start(b, train, *SMOKE, "probe.n=4", f"resume={run_b}", **pipe))
+
+    ref = sha(a / "run" / "checkpoints" / "checkpoint-6" / "model.safetensors")
+    assert sha(c / "run" / "checkpoints" / "checkpoint-6" / "model.safetensors") == ref
+    assert sha(run_b / "checkpoints" / "checkpoint-6" / "model.safetensors") == ref
+
+    assert (f"[boundlab] {run_b / 'probes.jsonl'}:{n_rows + 1}: skipped a torn last line (28 bytes, cut "
+            f"off by a crash or a full disk) and rewrote the file without it") in resumed
+    expected = [("base", 0), ("checkpoint", 2), ("checkpoint", 4), ("checkpoint", 6)]
+    assert rows(run_b) == expected and rows(a / "run") == expected and rows(c / "run") == expected
+    # Inline rotation: each old checkpoint went once it was probed.
+    assert [s for s, _ in checkpoints(c / "run" / "checkpoints")] == [6]
+    assert "not probed yet" not in out_c and "not probed yet" not in out_a
+
+    assert (f"[boundlab] re-logged train/* metrics at steps {sorted(lost)} (from "
+            f"{resume_ckpt[1] / 'trainer_state.json'}) that the killed run had not flushed to W&B") in resumed
+    assert train_steps_in_wandb(run_b, run_id) == set(range(1, 7))
+
+
+def _tolerant_rows(run_dir: Path) -> list[tuple[str, int]]:
+    from boundlab.rundir_io import read_jsonl
+
+    return [(r["kind"], r["step"]) for r in read_jsonl(run_dir / "probes.jsonl")]
+
+
+@pytest.mark.slow
+def test_detached_rotation_waits_for_the_watcher(tmp_path):
+    run_dir = tmp_path / "run"
+    out = finish(start(tmp_path, str(ROOT / "train.py"), *SMOKE, "train.probe_mode=detached",
+                       "train.save_total_limit=1", f"hydra.run.dir={run_dir}",
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    # HF would have deleted checkpoint-2 and -4 inside its saves; nothing was probed yet.
+    assert [s for s, _ in checkpoints(run_dir / "checkpoints")] == [2, 4, 6]
+    assert ("[boundlab] save_total_limit=1: keeping 3 checkpoints; steps [2, 4] are not probed yet "
+            "and are deleted once they are") in out
+    finish(start(tmp_path, str(ROOT / "probe.py"), f"watch={run_dir}", "watch_poll_s=0.5",
+                 "watch_timeout_s=300", f"hydra.run.dir={tmp_path / 'worker'}",
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    assert rows(run_dir) == [("base", 0), ("checkpoint", 2), ("checkpoint", 4), ("checkpoint", 6)]
+    assert sorted(p.name for p in (run_dir / "checkpoints").glob("checkpoint-*")) == ["checkpoint-6"]
