@@ -150,6 +150,7 @@ def test_a_changed_group_is_refused_naming_the_runs_choice(smoke_run):
     ("kl.coef=0,0.001", "kl.coef=0,0.001: a sweep cannot resume one run"),
     ("~probe.limit", "~probe.limit: nothing can be removed on resume"),
     ("probe.nn=3", "unknown config key 'probe.nn'"),
+    ("backend.torch_threads=many", "backend.torch_threads='many': Value 'many' of type 'str' could not be converted to Integer"),
     ("--cfg", "takes no Hydra flags (got --cfg)"),
     ("-m", "cannot be combined with -m/--multirun"),
 ])
@@ -271,3 +272,10 @@ def test_holder_gone_but_a_forked_child_keeps_the_lock_is_named(tmp_path):
         assert "that pid is gone, a process forked from it still holds train.lock" in str(e.value)
     finally:
         os.kill(int(child), signal.SIGKILL)
+
+
+def test_a_run_dir_that_cannot_hold_a_lock_file_warns_and_goes_on(tmp_path, capsys):
+    missing = tmp_path / "gone"  # stands in for a read-only dir: the lock file cannot be opened
+    assert lock.acquire(missing, lock.TRAIN_LOCK, "train.py") is False
+    assert capsys.readouterr().err == (f"[boundlab] warning: cannot lock {missing}/train.lock (No such file "
+                                       f"or directory); nothing stops a second process on this run dir\n")

@@ -85,7 +85,12 @@ def acquire(run_dir: str | Path, name: str, what: str) -> bool:
     if key in _HELD:
         _HELD[key][1] += 1
         return True
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:  # a read-only run dir: whatever needs writing will say so itself
+        print(f"[boundlab] warning: cannot lock {path} ({e.strerror}); nothing stops a second "
+              f"process on this run dir", file=sys.stderr, flush=True)
+        return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as e:

@@ -218,7 +218,10 @@ def prepare(argv: Sequence[str]) -> tuple[Any, Path, dict[str, Any]]:
     rest = [a for a in argv if not a.lstrip("+").startswith("resume=")]
     changes = check_overrides(cfg, hydra_node, rest, run_dir)
     for key, value in changes.items():
-        OmegaConf.update(cfg, key, value, merge=False)
+        try:
+            OmegaConf.update(cfg, key, value, merge=False)
+        except Exception as e:  # noqa: BLE001 - the schema's type check, in one line
+            raise ResumeError(f"resume={run_dir}: {key}={value!r}: {str(e).splitlines()[0]}") from None
     cfg.resume = str(run_dir)
     return cfg, run_dir, changes
 
