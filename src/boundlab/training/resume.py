@@ -244,21 +244,25 @@ def main(argv: Sequence[str], train: Callable[[Any, Path], Any] | None = None) -
         with lock.training_locks(run_dir, cfg):
             if lock.main_rank():
                 record(run_dir, [Path(sys.argv[0]).name if sys.argv else "train.py", *argv], changes)
-            _configure_logging()
+            _as_hydra_job()
             train_fn(cfg, run_dir)
         return 0
 
     return friendly_errors(go)()
 
 
-def _configure_logging() -> None:
-    """Hydra's job logging as the run had it (console, and RUN_DIR/train.log appended to)."""
+def _as_hydra_job() -> None:
+    """What Hydra does around a job, as the run had it: its logging (console, and RUN_DIR/train.log
+    appended to), `hydra.job.env_set`, and `hydra.job.chdir`."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.core.utils import configure_log
 
     if HydraConfig.initialized():
         h = HydraConfig.get()
         configure_log(h.job_logging, h.verbose)
+        os.environ.update({str(k): str(v) for k, v in (h.job.env_set or {}).items()})
+        if h.job.chdir:
+            os.chdir(h.runtime.output_dir)
 
 
 def finished_line(run_dir: Path, cfg: Any) -> str:
