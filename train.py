@@ -1,4 +1,10 @@
-"""Train with RL or distillation and probe every checkpoint: `python train.py algo=grpo`."""
+"""Train with RL or distillation and probe every checkpoint: `python train.py algo=grpo`.
+
+`python train.py resume=RUN_DIR` does not go through Hydra (which would create a run dir first):
+boundlab.training.resume runs it with the run's own saved config.
+"""
+
+import sys
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -19,4 +25,8 @@ def main(cfg):
 
 
 if __name__ == "__main__":
+    from boundlab.training import resume
+
+    if resume.requested(sys.argv[1:]):
+        sys.exit(resume.main(sys.argv[1:]))
     main()

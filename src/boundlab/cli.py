@@ -9,8 +9,9 @@ from typing import Any, Callable
 from boundlab.config import ConfigError
 from boundlab.models import ModelNotFound
 from boundlab.tasks.jsonl import DataError
+from boundlab.training.lock import RunDirBusy
 
-USER_ERRORS = (ConfigError, ModelNotFound, DataError, FileNotFoundError)
+USER_ERRORS = (ConfigError, ModelNotFound, DataError, FileNotFoundError, RunDirBusy)
 
 
 def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -43,8 +43,10 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     if cfg.watch:
         from boundlab.probe.watch import watch
+        from boundlab.training.lock import watcher_lock
 
-        return watch(cfg.watch, cfg.watch_poll_s, cfg.watch_timeout_s, cfg.sampler)
+        with watcher_lock(cfg.watch):  # one prober per run dir: a second watcher stops here
+            return watch(cfg.watch, cfg.watch_poll_s, cfg.watch_timeout_s, cfg.sampler)
     task = load_task(cfg)
 
     if cfg.export:

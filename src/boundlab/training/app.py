@@ -6,6 +6,8 @@ Run dir layout:
     probes.jsonl                one line per finished probe (base, then each checkpoint)
     boundary.csv, boundary.png  the boundary over training; passk_by_step.png
     run_info.json               W&B run id, so a resumed run logs into the same run
+    train.lock, probe.lock      flock locks naming the trainer / the prober (training/lock.py)
+    .hydra/resumes.jsonl        one line per `resume=` (the saved config files are never rewritten)
     wandb/                      the W&B run files
 """
 
@@ -61,6 +63,17 @@ def _make_sampler_factory(cfg: Any):
 
 
 def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
+    from boundlab.training import lock
+    from boundlab.training.resume import finished_line
+
+    with lock.training_locks(run_dir, cfg):  # one trainer per run dir; see training/lock.py
+        if cfg.resume is not None and (Path(run_dir) / DONE_MARKER).exists():
+            print(finished_line(Path(run_dir), cfg), flush=True)  # a finished run trains nothing
+            return {"run_dir": str(run_dir), "rows": [], "finished": True}
+        return _run(cfg, run_dir)
+
+
+def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.algos import ALGOS
     from boundlab.models import load_model, load_tokenizer, resolve_model_path
     from boundlab.probe.app import gen_settings, load_task, set_threads
@@ -120,6 +133,14 @@ def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         if not detached and main_rank:
             for step, path in ck.checkpoints(ckpt_dir):
                 tracker.probe_checkpoint(step, str(path))
+
+        if resume_from is not None and ck.step_of(resume_from) >= cfg.train.max_steps:
+            # Killed while probing its last checkpoint: probed above, nothing left to train.
+            (run_dir / DONE_MARKER).write_text("ok\n")
+            print(f"[boundlab] {run_dir}: its latest checkpoint {resume_from.name} is at max_steps="
+                  f"{cfg.train.max_steps}; probed what was left, nothing to train", flush=True)
+            _print_boundary(tracker)
+            return {"run_dir": str(run_dir), "rows": tracker.rows, "finished": True}
 
         tok = load_tokenizer(cfg.model, base_dir)
         model = load_model(cfg.model, "cpu" if cfg.backend.use_cpu else "cuda", base_dir)

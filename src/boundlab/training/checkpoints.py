@@ -55,6 +55,13 @@ def checkpoints(output_dir: Path, complete_only: bool = True) -> list[tuple[int,
     return sorted(out)
 
 
+def step_of(ckpt: Path) -> int:
+    m = _CKPT.match(Path(ckpt).name)
+    if not m:
+        raise ValueError(f"{ckpt} is not a checkpoint-N folder")
+    return int(m.group(1))
+
+
 def latest_complete(output_dir: Path) -> Path | None:
     done = checkpoints(output_dir)
     return done[-1][1] if done else None
