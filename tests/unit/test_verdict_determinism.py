@@ -219,3 +219,27 @@ def test_a_stored_timeout_is_reported_and_rechecked_on_the_next_run(slow_dir, tm
     finally:
         v.close()
         store.close()
+
+
+def test_the_retry_budget_is_cpu_time_and_interrupts_like_math_verifys_alarm():
+    # A step that never finishes gets exactly its CPU budget (however long that takes in wall
+    # time on a loaded machine), is interrupted with math-verify's own TimeoutException (so
+    # math-verify swallows it as it does its alarm) and is reported expired.
+    from math_verify.errors import TimeoutException
+
+    from boundlab.verify.math import _timed
+
+    def spin():
+        try:
+            while True:
+                pass
+        except TimeoutException:
+            return []
+
+    before = signal.getsignal(signal.SIGPROF)
+    out, expired, cpu = _timed(spin, 60, 0.3)
+    assert (out, expired) == ([], True) and 0.3 <= cpu < 1.0
+    assert signal.getsignal(signal.SIGPROF) is before
+    assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
+    # A step that finishes within its budget is not expired, and a truthy answer never is.
+    assert _timed(lambda: [1], 60, 0.3)[:2] == ([1], False)

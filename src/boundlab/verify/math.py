@@ -26,8 +26,8 @@ load:
 - expired after using most of its budget as CPU time: the check needs more than the budget ->
   `timeout`, at once (power towers land here, in about a second, as before);
 - expired while starved of CPU (a loaded machine): retried once, with 3x the wall-clock budget
-  and hard deadline, each step stopped (SIGPROF) once it has used the normal budget of CPU time;
-  the retry's verdict counts, an expiry again is `timeout`;
+  and hard deadline, each step interrupted (SIGPROF, raising math-verify's own timeout) once it
+  has used the normal budget of CPU time; the retry's verdict counts, an expiry again is `timeout`;
 - a call killed at the hard deadline is judged the same way from the CPU time the worker spent.
 A `timeout` is never put in the verdict cache, and a rerun of a probe re-checks stored timeouts
 (`boundlab.probe.verdicts`).
@@ -39,7 +39,7 @@ import re
 import signal
 import time
 from collections import OrderedDict
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from boundlab.tasks.base import Problem
 from boundlab.verify.base import Verdict, Verifier
@@ -96,37 +96,45 @@ def _worker_init() -> None:
     plain_math_verify("1", "1")  # warm the parser
 
 
-class _CpuBudgetSpent(BaseException):
-    """Raised by SIGPROF in a retried step that used up its budget of CPU time. A BaseException,
-    so math-verify's `except Exception` clauses let it through to us."""
+_cpu_budget_spent = False
 
 
 def _on_sigprof(signum: int, frame: Any) -> None:
-    raise _CpuBudgetSpent()
+    # math-verify's own timeout exception, so math-verify handles it exactly as its alarm: the
+    # parse returns [], the one comparison in flight returns False and the next one still runs.
+    from math_verify.errors import TimeoutException
+
+    global _cpu_budget_spent
+    _cpu_budget_spent = True
+    raise TimeoutException("CPU budget spent")
 
 
-def _timed(fn: Any, budget_s: int, cpu_cap_s: float | None, *args: Any,
-           **kwargs: Any) -> tuple[Any, bool, float]:
-    """(result, expired, CPU seconds) of one math-verify step.
+def _timed(step: Callable[[], Any], wall_s: int, cpu_cap_s: float | None) -> tuple[Any, bool, float]:
+    """(result, expired, CPU seconds) of one math-verify step that sets math-verify's wall-clock
+    alarm to `wall_s`.
 
-    math-verify returns [] or False when its alarm fires and says nothing else, so an empty result
-    after the whole budget of wall clock is an expiry. With `cpu_cap_s`, the step is also stopped
-    (and expired) once it has used that much CPU time (SIGPROF counts this process's CPU time)."""
+    math-verify says nothing when its alarm fires: it returns [] or False. So a falsy result after
+    the whole wall-clock budget is an expiry. With `cpu_cap_s`, a SIGPROF timer also interrupts
+    the step once it has used that much CPU time, and a falsy result after that is an expiry too."""
+    from math_verify.errors import TimeoutException
+
+    global _cpu_budget_spent
+    _cpu_budget_spent = False
     t0, c0 = time.monotonic(), time.process_time()
     if cpu_cap_s is None:
-        out = fn(*args, **kwargs)
+        out = step()
     else:
         old = signal.signal(signal.SIGPROF, _on_sigprof)
         signal.setitimer(signal.ITIMER_PROF, cpu_cap_s)
         try:
-            out = fn(*args, **kwargs)
-        except _CpuBudgetSpent:
-            return None, True, time.process_time() - c0
+            out = step()
+        except TimeoutException:  # fired outside math-verify's handlers (in its clean-up)
+            out = None
         finally:
             signal.setitimer(signal.ITIMER_PROF, 0)
             signal.signal(signal.SIGPROF, old)
     wall, cpu = time.monotonic() - t0, time.process_time() - c0
-    return out, (not out and wall >= budget_s - 0.01), cpu
+    return out, (not out and (_cpu_budget_spent or wall >= wall_s - 0.01)), cpu
 
 
 def _worker_check(arg: tuple) -> tuple:
@@ -143,19 +151,19 @@ def _worker_check(arg: tuple) -> tuple:
     verify_s = _VERIFY_TIMEOUT_S * (_RETRY_FACTOR if retry else 1)
     g = _GOLD_CACHE.get(gold)
     if g is None:
-        g, expired, cpu = _timed(parse, parse_s, _PARSE_TIMEOUT_S if retry else None,
-                                 wrap_latex(gold), parsing_timeout=parse_s)
+        g, expired, cpu = _timed(lambda: parse(wrap_latex(gold), parsing_timeout=parse_s),
+                                 parse_s, _PARSE_TIMEOUT_S if retry else None)
         if expired:
             return (EXPIRED, "parse gold", cpu)
         if len(_GOLD_CACHE) > 10000:
             _GOLD_CACHE.clear()
         _GOLD_CACHE[gold] = g
-    a, expired, cpu = _timed(parse, parse_s, _PARSE_TIMEOUT_S if retry else None,
-                             wrap_latex(answer), parsing_timeout=parse_s)
+    a, expired, cpu = _timed(lambda: parse(wrap_latex(answer), parsing_timeout=parse_s),
+                             parse_s, _PARSE_TIMEOUT_S if retry else None)
     if expired:
         return (EXPIRED, "parse answer", cpu)
-    ok, expired, cpu = _timed(verify, verify_s, _VERIFY_TIMEOUT_S if retry else None,
-                              g, a, timeout_seconds=verify_s)
+    ok, expired, cpu = _timed(lambda: verify(g, a, timeout_seconds=verify_s),
+                              verify_s, _VERIFY_TIMEOUT_S if retry else None)
     if expired:
         return (EXPIRED, "verify", cpu)
     return ("ok", bool(ok))
