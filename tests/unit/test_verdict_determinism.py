@@ -243,3 +243,20 @@ def test_the_retry_budget_is_cpu_time_and_interrupts_like_math_verifys_alarm():
     assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
     # A step that finishes within its budget is not expired, and a truthy answer never is.
     assert _timed(lambda: [1], 60, 0.3)[:2] == ([1], False)
+
+
+def test_the_pool_reports_the_cpu_time_of_a_call_it_killed():
+    # A call that sleeps past the deadline used almost no CPU: the caller can tell it was
+    # starved, not expensive.
+    pool = DeadlinePool(_sleep_then, workers=1, deadline_s=0.5)
+    try:
+        assert pool.map([0.0, 30.0, 0.0]) == ["ok", ("__timeout__",), "ok"]
+        assert list(pool.killed_cpu_s) == [1] and 0.0 <= pool.killed_cpu_s[1] < 0.25
+        assert pool.map([0.0], deadline_s=5.0) == ["ok"] and pool.killed_cpu_s == {}
+    finally:
+        pool.close()
+
+
+def _sleep_then(s: float) -> str:
+    time.sleep(s)
+    return "ok"
