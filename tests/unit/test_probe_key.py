@@ -202,3 +202,24 @@ def test_probes_stored_before_the_verifier_was_keyed_are_reverified(tmp_path, ca
     finally:
         v.close()
         store.close()
+
+
+def test_report_by_model_name_takes_the_newest_verifiers_probe(tmp_path):
+    from boundlab.report.inputs import find_probe
+
+    store = Store(tmp_path / "s.sqlite")
+    sampling = {"temperature": 1.0}
+    keys = []
+    for v in (build_verifier("math", **CONFIG), build_verifier("math", **{**CONFIG, "max_answer_chars": 3})):
+        settings = probe_settings(sampling, v)
+        keys.append(probe_key("fp", "tfp", settings))
+        store.ensure_probe(keys[-1], "fp", "tfp", settings, "mymodel", "t")
+        v.close()
+    assert find_probe(store, "mymodel", "tfp")["key"] == keys[1]
+    # Other sampling settings are another probe: still ambiguous, say so.
+    other = probe_settings({"temperature": 0.6}, MathVerifier())
+    store.ensure_probe(probe_key("fp", "tfp", other), "fp", "tfp", other, "mymodel", "t")
+    from boundlab.config import ConfigError
+    with pytest.raises(ConfigError, match="model name 'mymodel' matches 3 probes"):
+        find_probe(store, "mymodel", "tfp")
+    store.close()
