@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 
 from boundlab.probe.curves import Curve, compute_curve
 from boundlab.probe.store import SampleRow, Store, probe_key
+from boundlab.probe.verdicts import before_sampling, probe_settings, with_timeout_note
 from boundlab.sampling.base import Completion, GenSettings, Sampler
 from boundlab.tasks.base import Problem, Task
 from boundlab.tasks.jsonl import DataError, iter_jsonl
@@ -53,7 +54,8 @@ class ProbeResult:
 
 
 def sampling_settings(gen: GenSettings, seed: int, prompt_style: str) -> dict[str, Any]:
-    """What makes two probes of the same model and task comparable (n excluded: it can grow)."""
+    """How two probes of the same model and task sample (n excluded: it can grow). The probe key
+    adds the verifier (`probe_settings`)."""
     return {"temperature": gen.temperature, "top_p": gen.top_p, "max_new_tokens": gen.max_new_tokens,
             "stop": list(gen.stop), "seed": seed, "prompt": prompt_style}
 
@@ -173,14 +175,15 @@ def probe_model(task: Task, sampler: Sampler, verifier: Verifier, store: Store, 
                 progress: bool = True, meta: dict | None = None) -> ProbeResult:
     """Probe one model on one task: resume or extend what the store holds, then compute curves."""
     style = "chat" if (task.chat and tokenizer is not None and getattr(tokenizer, "chat_template", None)) else "raw"
-    settings = sampling_settings(gen, seed, style)
+    settings = probe_settings(sampling_settings(gen, seed, style), verifier)
     key = probe_key(model_fp, task.fingerprint(), settings)
     store.ensure_probe(key, model_fp, task.fingerprint(), settings, model_name, task.name, meta)
     t0 = time.time()
+    before_sampling(store, key, model_fp, task.fingerprint(), settings, task, verifier, n)
     new = sample_into_store(task, sampler, verifier, store, key, n, gen, seed, tokenizer, progress,
                             desc=f"probe {model_name or 'model'} on {task.name}")
-    return result_from_store(store, key, task, n, bootstrap_iters, ci, model_name,
-                             time.time() - t0, new)
+    return with_timeout_note(result_from_store(store, key, task, n, bootstrap_iters, ci, model_name,
+                                               time.time() - t0, new), store, task, verifier, n)
 
 
 # -- external samples ---------------------------------------------------------------------------
@@ -211,10 +214,11 @@ def score_samples_file(task: Task, path: str | Path, verifier: Verifier, store: 
     sub = task.with_problems([p for p in task.problems if p.problem_id in per])
     file_fp = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
     model_fp = "samples:" + file_fp
-    settings = {"source": "external", "file": str(Path(path).name)}
+    settings = probe_settings({"source": "external", "file": str(Path(path).name)}, verifier)
     key = probe_key(model_fp, task.fingerprint(), settings)
     store.ensure_probe(key, model_fp, task.fingerprint(), settings, f"samples:{Path(path).name}",
                        task.name)
+    before_sampling(store, key, model_fp, task.fingerprint(), settings, sub, verifier)
     # idx is the completion's position among the file's lines for its problem.
     nxt = store.next_index(key)
     todo = [(p, nxt.get(p.problem_id, 0)) for p in sub.problems
@@ -242,7 +246,7 @@ def score_samples_file(task: Task, path: str | Path, verifier: Verifier, store: 
                             f"samples:{Path(path).name}", time.time() - t0, new)
     if len(sub) < len(task):
         res.notes = res.notes + (f"{len(sub)} of {len(task)} problems have samples; only those are scored",)
-    return res, sub
+    return with_timeout_note(res, store, sub, verifier), sub
 
 
 def export_prompts(task: Task, path: str | Path, tokenizer: Any = None) -> Path:

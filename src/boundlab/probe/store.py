@@ -75,6 +75,9 @@ class ProblemCounts:
 
 
 def probe_key(model_fp: str, task_fp: str, settings: dict[str, Any]) -> str:
+    """The key of a probe. `settings` holds everything besides the model and the task that can
+    change a stored sample or its verdict: the sampling settings and the verifier's identity
+    (`boundlab.probe.verdicts.probe_settings`)."""
     blob = json.dumps({"model": model_fp, "task": task_fp, "settings": settings}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
@@ -119,6 +122,13 @@ class Store:
 
     def list_probes(self) -> list[dict[str, Any]]:
         keys = [r[0] for r in self.db.execute("SELECT key FROM probes ORDER BY created")]
+        return [self.probe_info(k) for k in keys]  # type: ignore[misc]
+
+    def probes_of(self, model_fp: str, task_fp: str) -> list[dict[str, Any]]:
+        """Every probe of this model on this task (any settings, any verifier), oldest first."""
+        keys = [r[0] for r in self.db.execute(
+            "SELECT key FROM probes WHERE model_fp=? AND task_fp=? ORDER BY created",
+            (model_fp, task_fp))]
         return [self.probe_info(k) for k in keys]  # type: ignore[misc]
 
     # -- samples ------------------------------------------------------------------------------
@@ -194,6 +204,49 @@ class Store:
         return [SampleRow(pid, idx, text, ext, bool(c), None if s is None else bool(s), out, nt,
                           json.loads(info) if info else None)
                 for pid, idx, text, ext, c, s, out, nt, info in self.db.execute(q, args)]
+
+    def samples_missing_from(self, key: str, donor: str, n_max: int | None = None) -> list[SampleRow]:
+        """`donor`'s samples (its first n_max per problem) whose (problem, idx) `key` lacks."""
+        q = ("SELECT problem_id, idx, text, extracted, correct, strict, outcome, n_tokens, info FROM ("
+             " SELECT *, ROW_NUMBER() OVER (PARTITION BY problem_id ORDER BY idx) AS rn"
+             " FROM samples WHERE key=?) AS d"
+             " WHERE (? IS NULL OR rn <= ?) AND NOT EXISTS (SELECT 1 FROM samples s"
+             " WHERE s.key=? AND s.problem_id=d.problem_id AND s.idx=d.idx)"
+             " ORDER BY problem_id, idx")
+        return [SampleRow(pid, idx, text, ext, bool(c), None if st is None else bool(st), out, nt,
+                          json.loads(info) if info else None)
+                for pid, idx, text, ext, c, st, out, nt, info
+                in self.db.execute(q, (donor, n_max, n_max, key))]
+
+    def with_outcome(self, key: str, outcome: str, n_max: int | None = None) -> list[SampleRow]:
+        """Samples judged `outcome`, among each problem's first n_max."""
+        q = ("SELECT problem_id, idx, text, extracted, correct, strict, outcome, n_tokens, info FROM ("
+             " SELECT *, ROW_NUMBER() OVER (PARTITION BY problem_id ORDER BY idx) AS rn"
+             " FROM samples WHERE key=?) WHERE outcome=? AND (? IS NULL OR rn <= ?)"
+             " ORDER BY problem_id, idx")
+        return [SampleRow(pid, idx, text, ext, bool(c), None if st is None else bool(st), out, nt,
+                          json.loads(info) if info else None)
+                for pid, idx, text, ext, c, st, out, nt, info
+                in self.db.execute(q, (key, outcome, n_max, n_max))]
+
+    def replace_verdicts(self, key: str, rows: Sequence[SampleRow]) -> int:
+        """Overwrite the verdicts (not the texts) of stored samples, atomically."""
+        if not rows:
+            return 0
+        data = [(r.extracted, int(r.correct), None if r.strict is None else int(r.strict),
+                 r.outcome, json.dumps(r.info) if r.info else None, key, r.problem_id, r.idx)
+                for r in rows]
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            before = self.db.total_changes
+            self.db.executemany("UPDATE samples SET extracted=?, correct=?, strict=?, outcome=?, "
+                                "info=? WHERE key=? AND problem_id=? AND idx=?", data)
+            changed = self.db.total_changes - before
+            self.db.execute("COMMIT")
+            return changed
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
 
     # -- file hashes (model fingerprints) -----------------------------------------------------
     def get_file_hash(self, path: str, size: int, mtime_ns: int) -> str | None:

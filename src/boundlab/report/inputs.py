@@ -139,6 +139,11 @@ def find_probe(store: Store, spec: str, task_fp: str | None = None) -> dict[str,
     hits = [p for p in probes if p["model_name"] == spec]
     if len(hits) > 1 and task_fp is not None:
         hits = [p for p in hits if p["task_fp"] == task_fp] or hits
+    if len(hits) > 1 and len({json.dumps({**p["settings"], "verifier": None, "fp": p["model_fp"],
+                                          "task": p["task_fp"]}, sort_keys=True) for p in hits}) == 1:
+        # The same samples judged by several verifiers (a verifier change re-verifies them under
+        # a new key): the newest verifier's verdicts.
+        hits = hits[-1:]
     if len(hits) == 1:
         return hits[0]
     if len(hits) > 1:

@@ -115,6 +115,8 @@ def judge(problem: Problem, completion: str) -> Verdict:
 
 class ToyVerifier(Verifier):
     name = "toy"
+    # Reads no settings: none of the `verify` config can change a toy verdict.
+    verdict_settings = frozenset()
 
     def __init__(self, **_: Any):
         pass

@@ -1,9 +1,17 @@
-"""What every verifier returns, and the interface it implements."""
+"""What every verifier returns, and the interface it implements.
+
+A verifier also says what its verdicts depend on (`Verifier.identity()`): its name, a `version` of
+its logic, the settings it was built with and the versions of the libraries that judge. The probe
+key includes it, so stored verdicts are reused only by the verifier that made them.
+"""
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from functools import lru_cache
+from importlib import metadata
+from typing import Any, ClassVar, Sequence
 
 from boundlab.tasks.base import Problem
 
@@ -28,6 +36,54 @@ class Verifier:
     """Judges completions. Implementations may batch, de-duplicate and parallelise internally."""
 
     name = "base"
+    # Bump when a change to this verifier's logic can change a verdict: the version is part of the
+    # probe key, so verdicts stored by the old logic are re-verified rather than reused.
+    version: ClassVar[int] = 1
+    # Settings (keyword options from the `verify` config) that cannot change a verdict. Every
+    # other option the verifier is built with, and every default of its constructor, is part of
+    # the probe key, so a setting added later joins the key without anyone remembering to add it.
+    verdict_neutral: ClassVar[frozenset[str]] = frozenset({"workers"})
+    # For a verifier that reads only a few named options and drops the rest: exactly those. When
+    # set, it replaces `verdict_neutral`.
+    verdict_settings: ClassVar[frozenset[str] | None] = None
+    # Distributions whose installed versions can change a verdict (math-verify for math).
+    libraries: ClassVar[tuple[str, ...]] = ()
+    # False when a `timeout` verdict means "could not decide" rather than a property of the
+    # answer (math-verify's budget vs a program that loops): a rerun then judges it again.
+    timeouts_are_final: ClassVar[bool] = True
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Verifier":
+        # Record how the verifier was built, whoever builds it (build_verifier, a test, a
+        # benchmark): identity() must describe the verifier that judges, not a config beside it.
+        self = super().__new__(cls)
+        self._built_with = (args, dict(kwargs))
+        return self
+
+    def settings(self) -> dict[str, Any]:
+        """The options that can change this verifier's verdicts, defaults included."""
+        args, kwargs = getattr(self, "_built_with", ((), {}))
+        sig = inspect.signature(type(self).__init__)
+        bound = sig.bind_partial(self, *args, **kwargs)
+        bound.apply_defaults()
+        opts: dict[str, Any] = {}
+        for pname, param in sig.parameters.items():
+            if pname == "self" or pname not in bound.arguments:
+                continue
+            if param.kind is param.VAR_KEYWORD:
+                opts.update(bound.arguments[pname])
+            elif param.kind is not param.VAR_POSITIONAL:
+                opts[pname] = bound.arguments[pname]
+        if self.verdict_settings is not None:
+            return {k: opts[k] for k in sorted(opts) if k in self.verdict_settings}
+        return {k: opts[k] for k in sorted(opts) if k not in self.verdict_neutral}
+
+    def identity(self) -> dict[str, Any]:
+        """Everything a verdict depends on, for the probe key (JSON-serialisable)."""
+        out: dict[str, Any] = {"name": self.name, "version": self.version,
+                               "settings": self.settings()}
+        if self.libraries:
+            out["libraries"] = {d: _installed(d) for d in self.libraries}
+        return out
 
     def score(self, problem: Problem, completions: Sequence[str]) -> list[Verdict]:
         raise NotImplementedError
@@ -44,3 +100,11 @@ class Verifier:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@lru_cache(maxsize=None)
+def _installed(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None

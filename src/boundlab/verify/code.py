@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import logging
+import platform
 import re
 from dataclasses import fields
 from typing import Any, Sequence
@@ -167,6 +168,13 @@ log = logging.getLogger(__name__)
 
 class CodeVerifier(Verifier):
     name = "code"
+    # Cannot change a verdict: the worker count, and the other verifiers' keys of the shared
+    # `verify` config (dropped below). Everything else is in the probe key.
+    verdict_neutral = frozenset({"workers"}) | _OTHER_VERIFIERS_KEYS
+
+    def identity(self) -> dict[str, Any]:
+        # Programs run under this interpreter (sys.executable): its version can change a verdict.
+        return {**super().identity(), "python": platform.python_version()}
 
     def __init__(self, timeout_s: float = 3.0, workers: int | None = None,
                  allow_weak_isolation: bool = False, dedupe: bool = True, **options: Any):

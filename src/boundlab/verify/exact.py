@@ -19,6 +19,8 @@ def extract_exact(completion: str, marker: str = "A:") -> str | None:
 
 class ExactVerifier(Verifier):
     name = "exact"
+    # Only the marker changes a verdict; the rest of the `verify` config is dropped.
+    verdict_settings = frozenset({"marker"})
 
     def __init__(self, marker: str = "A:", **_: Any):
         self.marker = marker

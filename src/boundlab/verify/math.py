@@ -16,13 +16,30 @@
 
 Otherwise a call is exactly `verify(parse("$gold$"), parse("$answer$"))`, so the verdict is the one
 a plain math-verify call gives; only the work is shared.
+
+Where this departs from a plain call: math-verify's own budgets (`parsing_timeout`,
+`timeout_seconds`, whole seconds of wall clock, `signal.alarm`) expire *silently*, returning an
+empty parse or False, so on a loaded machine a plain call can say `wrong` for a right answer. The
+worker times every step (monotonic clock and CPU time): a step that returned nothing after running
+its whole budget has expired. The budget is treated as CPU time, so the verdict does not depend on
+load:
+- expired after using most of its budget as CPU time: the check needs more than the budget ->
+  `timeout`, at once (power towers land here, in about a second, as before);
+- expired while starved of CPU (a loaded machine): retried once, with 3x the wall-clock budget
+  and hard deadline, each step interrupted (SIGPROF, raising math-verify's own timeout) once it
+  has used the normal budget of CPU time; the retry's verdict counts, an expiry again is `timeout`;
+- a call killed at the hard deadline is judged the same way from the CPU time the worker spent.
+A `timeout` is never put in the verdict cache, and a rerun of a probe re-checks stored timeouts
+(`boundlab.probe.verdicts`).
 """
 
 from __future__ import annotations
 
 import re
+import signal
+import time
 from collections import OrderedDict
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from boundlab.tasks.base import Problem
 from boundlab.verify.base import Verdict, Verifier
@@ -32,6 +49,13 @@ from boundlab.verify.pool import CRASH, TIMEOUT, DeadlinePool
 # Per-call budgets inside the worker (math-verify takes whole seconds).
 _PARSE_TIMEOUT_S = 1
 _VERIFY_TIMEOUT_S = 1
+# A step that ran out its budget having had at least this share of it as CPU time needs more than
+# the budget; below it, the process was starved (load) and the check is retried.
+_CPU_FULL = 0.8
+# The retry's wall-clock budgets and hard deadline, as a multiple of the normal ones.
+_RETRY_FACTOR = 3
+# What a worker returns for an expired step: (EXPIRED, step, CPU seconds of that step).
+EXPIRED = "__expired__"
 
 
 def wrap_latex(s: str) -> str:
@@ -72,23 +96,90 @@ def _worker_init() -> None:
     plain_math_verify("1", "1")  # warm the parser
 
 
-def _worker_check(arg: tuple[str, str]) -> bool:
-    """Runs in a worker process. Gold answers are parsed once per worker and reused."""
+_cpu_budget_spent = False
+
+
+def _on_sigprof(signum: int, frame: Any) -> None:
+    # math-verify's own timeout exception, so math-verify handles it exactly as its alarm: the
+    # parse returns [], the one comparison in flight returns False and the next one still runs.
+    from math_verify.errors import TimeoutException
+
+    global _cpu_budget_spent
+    _cpu_budget_spent = True
+    raise TimeoutException("CPU budget spent")
+
+
+def _timed(step: Callable[[], Any], wall_s: int, cpu_cap_s: float | None) -> tuple[Any, bool, float]:
+    """(result, expired, CPU seconds) of one math-verify step that sets math-verify's wall-clock
+    alarm to `wall_s`.
+
+    math-verify says nothing when its alarm fires: it returns [] or False. So a falsy result after
+    the whole wall-clock budget is an expiry. With `cpu_cap_s`, a SIGPROF timer also interrupts
+    the step once it has used that much CPU time, and a falsy result after that is an expiry too."""
+    from math_verify.errors import TimeoutException
+
+    global _cpu_budget_spent
+    _cpu_budget_spent = False
+    t0, c0 = time.monotonic(), time.process_time()
+    if cpu_cap_s is None:
+        out = step()
+    else:
+        old = signal.signal(signal.SIGPROF, _on_sigprof)
+        signal.setitimer(signal.ITIMER_PROF, cpu_cap_s)
+        try:
+            out = step()
+        except TimeoutException:  # fired outside math-verify's handlers (in its clean-up)
+            out = None
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.signal(signal.SIGPROF, old)
+    wall, cpu = time.monotonic() - t0, time.process_time() - c0
+    return out, (not out and (_cpu_budget_spent or wall >= wall_s - 0.01)), cpu
+
+
+def _worker_check(arg: tuple) -> tuple:
+    """Runs in a worker process: ("ok", verdict) or (EXPIRED, step, CPU seconds of that step).
+    Gold answers are parsed once per worker and reused; an expired gold parse is not kept.
+
+    `arg` is (gold, answer), or (gold, answer, True) for a retry: math-verify's wall-clock budgets
+    stretched `_RETRY_FACTOR` times, each step held to the normal budget of CPU time instead."""
     from math_verify import parse, verify
 
-    gold, answer = arg
+    gold, answer = arg[0], arg[1]
+    retry = len(arg) > 2 and bool(arg[2])
+    parse_s = _PARSE_TIMEOUT_S * (_RETRY_FACTOR if retry else 1)
+    verify_s = _VERIFY_TIMEOUT_S * (_RETRY_FACTOR if retry else 1)
     g = _GOLD_CACHE.get(gold)
     if g is None:
-        g = parse(wrap_latex(gold), parsing_timeout=_PARSE_TIMEOUT_S)
+        g, expired, cpu = _timed(lambda: parse(wrap_latex(gold), parsing_timeout=parse_s),
+                                 parse_s, _PARSE_TIMEOUT_S if retry else None)
+        if expired:
+            return (EXPIRED, "parse gold", cpu)
         if len(_GOLD_CACHE) > 10000:
             _GOLD_CACHE.clear()
         _GOLD_CACHE[gold] = g
-    a = parse(wrap_latex(answer), parsing_timeout=_PARSE_TIMEOUT_S)
-    return bool(verify(g, a, timeout_seconds=_VERIFY_TIMEOUT_S))
+    a, expired, cpu = _timed(lambda: parse(wrap_latex(answer), parsing_timeout=parse_s),
+                             parse_s, _PARSE_TIMEOUT_S if retry else None)
+    if expired:
+        return (EXPIRED, "parse answer", cpu)
+    ok, expired, cpu = _timed(lambda: verify(g, a, timeout_seconds=verify_s),
+                              verify_s, _VERIFY_TIMEOUT_S if retry else None)
+    if expired:
+        return (EXPIRED, "verify", cpu)
+    return ("ok", bool(ok))
 
 
 class MathVerifier(Verifier):
     name = "math"
+    # 2: math-verify's silent expiries are detected and retried or judged `timeout` (were `wrong`).
+    version = 2
+    # Cannot change a verdict: the worker count, the cache size, and the code verifier's keys of
+    # the shared `verify` config (dropped by __init__'s **_). Everything else is in the probe key.
+    verdict_neutral = frozenset({"workers", "cache_size", "timeout_s", "memory_mb",
+                                 "allow_weak_isolation"})
+    libraries = ("math-verify", "latex2sympy2_extended", "sympy")
+    # A timeout says math-verify could not decide in its budget, not that the answer is wrong.
+    timeouts_are_final = False
 
     def __init__(self, workers: int = 2, deadline_s: float = 2.0,
                  max_answer_chars: int = MAX_ANSWER_CHARS, cache_size: int = 200_000, **_: Any):
@@ -98,6 +189,7 @@ class MathVerifier(Verifier):
         self._cache: OrderedDict[tuple[str, str], tuple[bool, str]] = OrderedDict()
         self._cache_size = cache_size
         self.calls = 0  # math-verify calls actually made (for benchmarks and tests)
+        self.retries = 0  # of which retries after an expiry on a starved worker
 
     def score(self, problem: Problem, completions: Sequence[str]) -> list[Verdict]:
         return self.score_many([(problem, completions)])[0]
@@ -124,19 +216,10 @@ class MathVerifier(Verifier):
                 else:
                     decided[key] = (False, "pending")
                     todo.append(key)
-        results = self.pool.map(todo)
-        self.calls += len(todo)
-        for key, res in zip(todo, results):
-            if res is TIMEOUT or res == TIMEOUT:
-                verdict = (False, "timeout")
-            elif res is CRASH or res == CRASH:
-                verdict = (False, "error")
-            elif isinstance(res, tuple) and res and res[0] == "__error__":
-                verdict = (False, "error")
-            else:
-                verdict = (bool(res), "correct" if res else "wrong")
+        for key, (verdict, final) in zip(todo, self._check_all(todo)):
             decided[key] = verdict
-            self._put(key, verdict)
+            if final:
+                self._put(key, verdict)
         out: list[list[Verdict]] = []
         for (problem, _), answers in zip(items, extracted):
             row = []
@@ -151,6 +234,36 @@ class MathVerifier(Verifier):
             out.append(row)
         return out
 
+    def _check_all(self, todo: list[tuple[str, str]]) -> list[tuple[tuple[bool, str], bool]]:
+        """((correct, outcome), final) per (gold, answer). Not final (kept out of the cache): a
+        `timeout`, and an `error` from a worker that died (the next try may well succeed)."""
+        results = self.pool.map(todo)
+        killed = self.pool.killed_cpu_s
+        self.calls += len(todo)
+        out: list[tuple[tuple[bool, str], bool] | None] = [None] * len(todo)
+        retry: list[int] = []
+        for i, res in enumerate(results):
+            if res == TIMEOUT:
+                cpu = killed.get(i)
+                starved = cpu is None or cpu < _CPU_FULL * self.pool.deadline_s
+            elif isinstance(res, tuple) and res and res[0] == EXPIRED:
+                starved = res[2] < _CPU_FULL * _PARSE_TIMEOUT_S
+            else:
+                out[i] = _interpret(res)
+                continue
+            if starved:
+                retry.append(i)
+            else:  # it needs more than the budget, loaded machine or not
+                out[i] = ((False, "timeout"), False)
+        if retry:
+            again = self.pool.map([(*todo[i], True) for i in retry],
+                                  deadline_s=self.pool.deadline_s * _RETRY_FACTOR)
+            self.calls += len(retry)
+            self.retries += len(retry)
+            for i, res in zip(retry, again):
+                out[i] = _interpret(res)
+        return out  # type: ignore[return-value]
+
     def _put(self, key: tuple[str, str], verdict: tuple[bool, str]) -> None:
         self._cache[key] = verdict
         if len(self._cache) > self._cache_size:
@@ -158,6 +271,18 @@ class MathVerifier(Verifier):
 
     def close(self) -> None:
         self.pool.close()
+
+
+def _interpret(res: Any) -> tuple[tuple[bool, str], bool]:
+    """A worker's answer -> ((correct, outcome), final)."""
+    if res == TIMEOUT or (isinstance(res, tuple) and res and res[0] == EXPIRED):
+        return (False, "timeout"), False
+    if res == CRASH:
+        return (False, "error"), False
+    if isinstance(res, tuple) and res and res[0] == "__error__":
+        return (False, "error"), True
+    ok = bool(res[1])
+    return (ok, "correct" if ok else "wrong"), True
 
 
 from boundlab.verify import VERIFIERS  # noqa: E402

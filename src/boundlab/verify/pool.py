@@ -4,12 +4,15 @@ math-verify bounds its own work with `signal.alarm`, which only works in a proce
 and only between Python bytecodes: sympy evaluating `9^{9^{9^{9}}}` sits inside one C-level integer
 power and never sees the alarm. So every call runs in a worker process's main thread, and the parent
 kills any worker that overruns a hard wall-clock deadline and starts a fresh one. The caller gets a
-`timeout` result and the pool carries on.
+`timeout` result and the pool carries on. For each call it kills, the pool records the CPU time
+the worker spent on it (`killed_cpu_s`), so a caller can tell a call that needed more than the
+deadline (CPU time near the deadline) from one that was starved by a loaded machine.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import time
 from collections import deque
 from multiprocessing.connection import Connection, wait
@@ -21,6 +24,17 @@ CRASH = ("__crash__",)
 
 
 _READY = "__ready__"
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process (Linux /proc); None where that cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICK
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _worker_main(conn: Connection, fn: Callable[[Any], Any], init: Callable[[], None] | None) -> None:
@@ -54,6 +68,7 @@ class _Worker:
         self.ready = False
         self.job: int | None = None
         self.started = 0.0
+        self.cpu0: float | None = None
 
     def kill(self) -> None:
         try:
@@ -82,6 +97,9 @@ class DeadlinePool:
         self._ctx = mp.get_context("spawn")
         self._workers: list[_Worker] = []
         self.restarts = 0
+        # For the last `map`: index of each call killed at its deadline -> the worker's CPU
+        # seconds on it (None where unknown).
+        self.killed_cpu_s: dict[int, float | None] = {}
 
     def start(self) -> "DeadlinePool":
         """Start the workers now (they also start lazily on the first `map`)."""
@@ -89,9 +107,12 @@ class DeadlinePool:
             self._workers.append(_Worker(self._ctx, self.fn, self.init))
         return self
 
-    def map(self, args: Iterable[Any]) -> list[Any]:
+    def map(self, args: Iterable[Any], deadline_s: float | None = None) -> list[Any]:
+        """Results in order; `deadline_s` overrides the pool's deadline for these calls."""
+        deadline = self.deadline_s if deadline_s is None else float(deadline_s)
         args = list(args)
         results: list[Any] = [None] * len(args)
+        self.killed_cpu_s = {}
         if not args:
             return results
         self.start()
@@ -111,6 +132,7 @@ class DeadlinePool:
                     w = self._replace(w)
                     return
                 w.job, w.started = jid, time.monotonic()
+                w.cpu0 = _cpu_seconds(w.proc.pid)
                 return
 
         for w in self._workers:
@@ -119,7 +141,7 @@ class DeadlinePool:
         while remaining:
             now = time.monotonic()
             busy = [w for w in self._workers if w.job is not None]
-            timeout = min((w.started + self.deadline_s for w in busy), default=now + 1.0) - now
+            timeout = min((w.started + deadline for w in busy), default=now + 1.0) - now
             conns = {w.conn: w for w in self._workers}
             ready = wait(list(conns), timeout=max(0.0, timeout))
             for conn in ready:
@@ -145,7 +167,10 @@ class DeadlinePool:
                     dispatch(w)
             now = time.monotonic()
             for w in list(self._workers):
-                if w.job is not None and now - w.started >= self.deadline_s:
+                if w.job is not None and now - w.started >= deadline:
+                    cpu = _cpu_seconds(w.proc.pid)
+                    self.killed_cpu_s[w.job] = (None if cpu is None or w.cpu0 is None
+                                                else cpu - w.cpu0)
                     results[w.job] = TIMEOUT
                     remaining -= 1
                     self._replace(w)
