@@ -135,6 +135,10 @@ class Store:
                     self.db.execute("PRAGMA journal_mode=WAL")
                     self.db.execute("PRAGMA synchronous=NORMAL")
                     self.db.executescript(_SCHEMA)
+                    # SQLite opens a write-protected file read-only without a word, and the first
+                    # insert would fail after the model is loaded: write once now (the same value).
+                    version = self.db.execute("PRAGMA user_version").fetchone()[0]
+                    self.db.execute(f"PRAGMA user_version={int(version)}")
                     break
                 except sqlite3.OperationalError as e:
                     if "locked" not in str(e) or attempt == 19:
