@@ -41,7 +41,8 @@ class TaskConfig:
     path: Optional[str] = None
     # Which split, for tasks that have several (toy_arith: train/test).
     split: str = "test"
-    # Prompt template with a {question} field; null keeps the task's own.
+    # Prompt template with a {question} field (the only thing substituted; other braces, like
+    # \boxed{}, stay as written); null keeps the task's own.
     template: Optional[str] = None
     # Wrap the prompt in the tokenizer's chat template (when it has one); null keeps the task's.
     chat: Optional[bool] = None
