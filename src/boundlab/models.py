@@ -195,6 +195,13 @@ def load_model(cfg: Any, device: str = "cpu", resolved: str | None = None,
                                                          **_hub_kwargs(cfg, resolved))
     except OSError as e:
         raise _load_error(cfg, resolved, e) from None
+    except Exception as e:  # noqa: BLE001 - safetensors' own error class is not an OSError
+        if type(e).__name__ != "SafetensorError":
+            raise
+        from boundlab.errors import ModelFileError
+
+        raise ModelFileError(f"a weight file in {resolved} is corrupt ({str(e)[:200]}); restore or "
+                             f"re-download it (or re-save the model) and rerun") from None
     model.to(device)
     model.eval()
     return model

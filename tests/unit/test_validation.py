@@ -119,10 +119,22 @@ def _cpu_cases():
 def test_every_shipped_option_validates(group, option):
     # A check that refuses a shipped configuration would be a defect of the check.
     overrides = [f"{group}={option}"]
+    # ??? in these YAMLs: the user must give the path (refused when not, tested below).
     if group == "task" and option in ("jsonl", "code_jsonl"):
-        overrides.append("task.path=/nonexistent.jsonl")  # ??? in the YAML: the user must give it
+        overrides.append("task.path=/nonexistent.jsonl")
+    if group == "model" and option == "hf":
+        from boundlab.toyworld import paths
+
+        overrides.append(f"model.path={paths.base_model_dir()}")
     validate(_compose("train" if group in ("algo", "backend", "debug", "experiment") else "probe",
                       overrides))
+
+
+@pytest.mark.parametrize("task", ["jsonl", "code_jsonl"])
+def test_file_task_without_a_path_is_one_line(task):
+    with pytest.raises(ConfigError) as e:
+        build_task(_compose("probe", [f"task={task}"]).task)
+    assert str(e.value) == f"task={task} needs task.path=/path/to/problems.jsonl"
 
 
 def test_temperature_zero_is_allowed_and_said_to_be_greedy(capsys):
@@ -491,3 +503,21 @@ def test_corrupt_model_refused_by_validate(toy_copy):
     f.write_bytes(f.read_bytes()[:100])
     with pytest.raises(ModelFileError, match=f"model file {f} is corrupt"):
         validate(_compose("probe", ["model=hf", f"model.path={toy_copy}"]))
+
+
+def test_corrupt_tensor_entry_named_at_load(toy_copy):
+    # A header whose sizes add up but whose content safetensors rejects (here an unknown dtype)
+    # passes the cheap header check; loading it names the folder in one line.
+    from boundlab.models import load_model
+
+    f = toy_copy / "model.safetensors"
+    data = f.read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    header = data[8:8 + n].replace(b'"dtype":"F32"', b'"dtype":"Q9Z"', 1)
+    assert header != data[8:8 + n]
+    f.write_bytes(len(header).to_bytes(8, "little") + header + data[8 + n:])
+    cfg = _compose("probe", ["model=hf", f"model.path={toy_copy}"]).model
+    with pytest.raises(ModelFileError) as e:
+        load_model(cfg, "cpu", str(toy_copy))
+    assert str(e.value).startswith(f"a weight file in {toy_copy} is corrupt (")
+    assert str(e.value).endswith("); restore or re-download it (or re-save the model) and rerun")

@@ -74,7 +74,9 @@ def load_jsonl_problems(path: str | Path) -> list[Problem]:
 def _jsonl_task(cfg: Any) -> Task:
     path = getattr(cfg, "path", None)
     if not path:
-        raise ValueError("task=jsonl needs task.path=/path/to/problems.jsonl")
+        from boundlab.config import ConfigError
+
+        raise ConfigError("task=jsonl needs task.path=/path/to/problems.jsonl")
     return Task("jsonl:" + Path(path).stem, load_jsonl_problems(path), verifier="math")
 
 
