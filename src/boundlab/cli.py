@@ -7,6 +7,7 @@ Hydra's own entry point, because a config-group choice that does not exist (`alg
 
 from __future__ import annotations
 
+import errno
 import functools
 import inspect
 import sys
@@ -20,6 +21,10 @@ from boundlab.tasks.jsonl import DataError
 
 USER_ERRORS = (ConfigError, ModelNotFound, DataError, FileNotFoundError, UserError)
 
+# A path the user gave that cannot be written or read as asked (export=/a/dir, a read-only output
+# folder, a full disk): one line with the path, whichever code met it.
+_PATH_ERRNOS = {errno.EACCES, errno.EPERM, errno.EISDIR, errno.ENOTDIR, errno.EROFS, errno.ENOSPC}
+
 
 def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
@@ -28,6 +33,11 @@ def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except USER_ERRORS as e:
             print(f"error: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
+        except OSError as e:
+            if e.errno not in _PATH_ERRNOS or not e.filename:
+                raise
+            print(f"error: {e.strerror.lower()}: {e.filename}", file=sys.stderr)
             raise SystemExit(2) from None
 
     return wrapper

@@ -116,6 +116,10 @@ def _cases(d: Path) -> dict[str, tuple[str, list[str], str]]:
         "onpolicy_distill kl.where": (train, ["algo=onpolicy_distill", "kl.where=loss"],
                                       "error: algo=onpolicy_distill has no KL penalty (the teacher is the "
                                       "target), so kl.where=loss would be ignored: drop the kl.* override(s)"),
+        "task=jsonl without a path": (probe, ["task=jsonl"],
+                                      "error: task=jsonl needs task.path=/path/to/problems.jsonl"),
+        "export into a directory": (probe, ["task=aime24", f"export={store_dir}"],
+                                    f"error: is a directory: {store_dir}"),
         "train.max_steps=0": (train, ["train.max_steps=0"], "error: train.max_steps=0: must be >= 1"),
     }
     if importlib.util.find_spec("vllm") is None:
@@ -152,7 +156,8 @@ CASE_IDS = ["probe.n=0", "probe.limit=-1", "probe.limit=0", "task.limit=-1", "pr
             "task=schema", "algo=schema", "null gold", "empty task file", "non-UTF-8 task file",
             "empty samples file", "non-UTF-8 samples file", "store is a directory", "store is corrupt",
             "torn safetensors", "grpo rollouts=1", "sft_distill kl.coef", "onpolicy_distill kl.where",
-            "train.max_steps=0", "sampler=vllm", "backend=gpu"]
+            "train.max_steps=0", "task=jsonl without a path", "export into a directory", "sampler=vllm",
+            "backend=gpu"]
 
 
 @pytest.mark.parametrize("case_id", CASE_IDS)
