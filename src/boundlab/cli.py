@@ -50,7 +50,11 @@ _EXPANDED = ("(", "[", "$", "*")
 def unknown_choice(overrides: list[str], conf_dir: Path) -> str | None:
     """The one-line complaint about the first `group=option` override whose option has no YAML file
     in `conf_dir/group/`, or None. Only groups that are folders of `conf_dir` are checked (not
-    `hydra/...` groups); comma-separated sweep values are checked one by one."""
+    `hydra/...` groups); comma-separated sweep values are checked one by one. With another config
+    folder on the search path (`--config-dir`, `hydra.searchpath`) options may live there: no check."""
+    if any(ov.startswith(("--config-dir", "-cd", "hydra.searchpath", "--config-path", "-cp"))
+           for ov in overrides):
+        return None
     for ov in overrides:
         if "=" not in ov or ov.startswith("-"):
             continue

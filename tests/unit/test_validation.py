@@ -244,7 +244,8 @@ def test_unknown_choice_names_group_and_options():
     assert unknown_choice(["model@teacher=nope"], CONF).startswith(
         "model@teacher=nope: there is no such model (conf/model/nope.yaml)")
     for fine in (["algo=grpo,rloo", "experiment=kl_ablation", "debug=null"], ["hydra/launcher=joblib"],
-                 ["probe.n=4", "task.path=/x=y"], ["algo=glob(*)"], ["+experiment=kl_ablation"]):
+                 ["probe.n=4", "task.path=/x=y"], ["algo=glob(*)"], ["+experiment=kl_ablation"],
+                 ["--config-dir=/my/conf", "algo=mine"], ["hydra.searchpath=[file:///my/conf]", "algo=mine"]):
         assert unknown_choice(fine, CONF) is None, fine
 
 
