@@ -61,6 +61,9 @@ def unknown_choice(overrides: list[str], conf_dir: Path) -> str | None:
         key, value = ov.split("=", 1)
         key = key.lstrip("+~")
         group = key.split("@", 1)[0]  # model@teacher=... chooses from the model group
+        if group == "schema":
+            return (f"{key}={value}: schema/* are the typed schemas the config groups build on "
+                    f"(boundlab.config), not a choice; choose an option of the group itself")
         folder = conf_dir / group
         if not group or "." in group or "/" in group or not folder.is_dir():
             continue

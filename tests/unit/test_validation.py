@@ -243,6 +243,9 @@ def test_unknown_choice_names_group_and_options():
     assert unknown_choice(["-m", "algo=grpo,grp0"], CONF).startswith("algo=grp0: there is no such algo")
     assert unknown_choice(["model@teacher=nope"], CONF).startswith(
         "model@teacher=nope: there is no such model (conf/model/nope.yaml)")
+    assert unknown_choice(["+schema=algo"], CONF) == (
+        "schema=algo: schema/* are the typed schemas the config groups build on (boundlab.config), not "
+        "a choice; choose an option of the group itself")
     for fine in (["algo=grpo,rloo", "experiment=kl_ablation", "debug=null"], ["hydra/launcher=joblib"],
                  ["probe.n=4", "task.path=/x=y"], ["algo=glob(*)"], ["+experiment=kl_ablation"],
                  ["--config-dir=/my/conf", "algo=mine"], ["hydra.searchpath=[file:///my/conf]", "algo=mine"]):
