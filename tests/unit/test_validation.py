@@ -525,3 +525,16 @@ def test_corrupt_tensor_entry_named_at_load(toy_copy):
         load_model(cfg, "cpu", str(toy_copy))
     assert str(e.value).startswith(f"a weight file in {toy_copy} is corrupt (")
     assert str(e.value).endswith("); restore or re-download it (or re-save the model) and rerun")
+
+
+def test_read_only_store_can_still_be_read(tmp_path, monkeypatch):
+    # report.py only reads: it opens with writable=False and a read-only store serves it.
+    p = tmp_path / "store.sqlite"
+    s = Store(p)
+    s.add_samples("k", [SampleRow("a", 0, "x", "1", True, None, "correct", 1)])
+    s.close()
+    real = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda path, **kw: real(f"file:{path}?mode=ro", uri=True, **kw))
+    ro = Store(p, writable=False)
+    assert ro.counts_done("k") == {"a": 1}
+    ro.close()

@@ -114,7 +114,9 @@ def store_error(path: Path, e: BaseException, doing: str) -> Exception | None:
 
 
 class Store:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, writable: bool = True):
+        """`writable=False` (readers such as report.py) skips the write check, so a read-only
+        store can still be read."""
         self.path = Path(path).expanduser()
         if self.path.is_dir():
             raise StoreError(f"store.path={self.path} is a directory, not a SQLite file: set "
@@ -137,8 +139,9 @@ class Store:
                     self.db.executescript(_SCHEMA)
                     # SQLite opens a write-protected file read-only without a word, and the first
                     # insert would fail after the model is loaded: write once now (the same value).
-                    version = self.db.execute("PRAGMA user_version").fetchone()[0]
-                    self.db.execute(f"PRAGMA user_version={int(version)}")
+                    if writable:
+                        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+                        self.db.execute(f"PRAGMA user_version={int(version)}")
                     break
                 except sqlite3.OperationalError as e:
                     if "locked" not in str(e) or attempt == 19:
