@@ -41,7 +41,8 @@ class TaskConfig:
     path: Optional[str] = None
     # Which split, for tasks that have several (toy_arith: train/test).
     split: str = "test"
-    # Prompt template with a {question} field; null keeps the task's own.
+    # Prompt template with a {question} field (the only thing substituted; other braces, like
+    # \boxed{}, stay as written); null keeps the task's own.
     template: Optional[str] = None
     # Wrap the prompt in the tokenizer's chat template (when it has one); null keeps the task's.
     chat: Optional[bool] = None
@@ -322,14 +323,14 @@ def register_configs() -> None:
         OmegaConf.register_new_resolver("mul", lambda a, b: int(a) * int(b))
     cs = ConfigStore.instance()
     cs.store(name="probe_schema", node=ProbeMain)
-    cs.store(group="model", name="schema", node=ModelConfig)
-    cs.store(group="task", name="schema", node=TaskConfig)
-    cs.store(group="probe", name="schema", node=ProbeSettings)
-    cs.store(group="sampler", name="schema", node=SamplerConfig)
-    cs.store(group="logger", name="schema", node=LoggerConfig)
     cs.store(name="train_schema", node=TrainMain)
-    cs.store(group="algo", name="schema", node=AlgoConfig)
-    cs.store(group="backend", name="schema", node=BackendConfig)
+    # Group schemas live in their own `schema` group, not in the groups users choose from: stored
+    # as `algo/schema`, `algo=schema` was a valid choice that silently ran the schema's defaults
+    # (GRPO). Each group YAML pulls its schema in with `- /schema/<group>@_here_`.
+    for group, node in (("model", ModelConfig), ("task", TaskConfig), ("probe", ProbeSettings),
+                        ("sampler", SamplerConfig), ("logger", LoggerConfig), ("algo", AlgoConfig),
+                        ("backend", BackendConfig)):
+        cs.store(group="schema", name=group, node=node)
     try:  # report.py's schema lives beside the report code
         from boundlab.report.schema import ReportMain
     except ImportError:  # pragma: no cover

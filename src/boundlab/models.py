@@ -22,6 +22,39 @@ class ModelNotFound(FileNotFoundError):
     pass
 
 
+def check_weight_files(folder: str | Path) -> None:
+    """Refuse a model folder whose safetensors files are truncated or have a corrupt header, naming
+    the file. Reads only each file's header (8 bytes + its JSON), so it costs milliseconds even for
+    a 15 GB model; a flipped bit inside the tensor data cannot be detected (safetensors has no
+    checksum), a torn or overwritten file can. Without this, from_pretrained fails deep inside
+    safetensors with a message that names no file."""
+    from boundlab.errors import ModelFileError
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        return
+    for f in sorted(folder.glob("*.safetensors")):
+        size = f.stat().st_size
+        why = None
+        try:
+            with f.open("rb") as fh:
+                head = fh.read(8)
+                n = int.from_bytes(head, "little") if len(head) == 8 else -1
+                if n < 2 or 8 + n > size:
+                    why = f"its header length is {'missing' if n < 0 else n} but the file has {size} bytes"
+                else:
+                    meta = json.loads(fh.read(n))
+                    ends = [int(v["data_offsets"][1]) for k, v in meta.items() if k != "__metadata__"]
+                    if ends and max(ends) != size - 8 - n:
+                        why = (f"its tensors need {max(ends)} bytes of data but it holds {size - 8 - n} "
+                               f"(truncated or overwritten)")
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
+            why = f"its header is not valid safetensors JSON ({type(e).__name__})"
+        if why:
+            raise ModelFileError(f"model file {f} is corrupt: {why}; restore or re-download it "
+                                 f"(or re-save the model) and rerun")
+
+
 def _looks_like_path(p: str) -> bool:
     # Hub ids are "name" or "org/name"; anything else is meant as a file-system path.
     return p.startswith(("/", ".", "~")) or p.count("/") > 1
@@ -144,6 +177,7 @@ def load_model(cfg: Any, device: str = "cpu", resolved: str | None = None,
     from transformers import AutoModelForCausalLM
 
     resolved = resolved or resolve_model_path(cfg)
+    check_weight_files(resolved)  # a checkpoint can be torn too, not only the configured model
     dtype = torch_dtype(cfg.dtype)
     if dtype == "auto" and device == "cpu":
         import torch
@@ -161,6 +195,13 @@ def load_model(cfg: Any, device: str = "cpu", resolved: str | None = None,
                                                          **_hub_kwargs(cfg, resolved))
     except OSError as e:
         raise _load_error(cfg, resolved, e) from None
+    except Exception as e:  # noqa: BLE001 - safetensors' own error class is not an OSError
+        if type(e).__name__ != "SafetensorError":
+            raise
+        from boundlab.errors import ModelFileError
+
+        raise ModelFileError(f"a weight file in {resolved} is corrupt ({str(e)[:200]}); restore or "
+                             f"re-download it (or re-save the model) and rerun") from None
     model.to(device)
     model.eval()
     return model

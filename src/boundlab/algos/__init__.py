@@ -17,7 +17,13 @@ from boundlab.algos import onpolicy as _onpolicy  # noqa: E402,F401
 
 def check(cfg) -> None:
     """Fail fast, in one line, on an unknown algorithm or a combination it cannot honour."""
-    builder = ALGOS.get(cfg.algo.name)
+    from boundlab.config import ConfigError
+
+    try:
+        builder = ALGOS.get(cfg.algo.name)
+    except KeyError as e:  # algo.name set by hand to a name no builder has
+        raise ConfigError(f"algo.name={cfg.algo.name}: {e.args[0]}; choose the algorithm with algo=NAME") \
+            from None
     chk = getattr(builder, "check", None)
     if chk is not None:
         chk(cfg)

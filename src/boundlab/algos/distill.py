@@ -87,6 +87,18 @@ def _check_same_vocab(student_tok: Any, teacher_dir: str, cfg: Any) -> Any:
     return teacher_tok
 
 
+def check_distill(cfg: Any) -> None:
+    """Distillation has no KL-to-reference term: a `kl.*` setting would be silently ignored."""
+    from boundlab.config import KLConfig
+
+    default = KLConfig()
+    changed = [f"kl.{k}={getattr(cfg.kl, k)}" for k in ("coef", "where", "estimator", "reference")
+               if getattr(cfg.kl, k) != getattr(default, k)]
+    if changed:
+        raise ConfigError(f"algo={cfg.algo.name} has no KL penalty (the teacher is the target), so "
+                          f"{' '.join(changed)} would be ignored: drop the kl.* override(s)")
+
+
 def build_sft_distill(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list,
                       callbacks: list, output_dir: str, report_to: list[str], peft_config: Any = None,
                       context: Any = None):
@@ -103,6 +115,7 @@ def build_sft_distill(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, 
 
 
 build_sft_distill.needs_context = True  # type: ignore[attr-defined]
+build_sft_distill.check = check_distill  # type: ignore[attr-defined]
 ALGOS.register("sft_distill")(build_sft_distill)
 
 
@@ -126,4 +139,5 @@ def build_onpolicy_distill(cfg: Any, model: Any, tokenizer: Any, train_dataset: 
                                peft_config=peft_config)
 
 
+build_onpolicy_distill.check = check_distill  # type: ignore[attr-defined]
 ALGOS.register("onpolicy_distill")(build_onpolicy_distill)

@@ -58,6 +58,11 @@ def _check_batch(a: Any) -> None:
 
 def check_grpo(cfg: Any) -> None:
     a, kl = cfg.algo, cfg.kl
+    if a.rollouts < 2:
+        # TRL would fail only after the models are loaded; with one rollout every group-normalised
+        # advantage is 0, so nothing could be learned anyway.
+        raise ConfigError(f"algo={a.name} normalises each reward within the group of rollouts of its "
+                          f"prompt, so algo.rollouts must be >= 2 (got {a.rollouts})")
     _check_batch(a)
     if kl.coef > 0 and (kl.where not in ("auto", "loss") or kl.estimator not in ("auto", "k3")):
         raise ConfigError(f"algo={a.name} puts KL in the loss with the k3 estimator (TRL GRPOTrainer); "

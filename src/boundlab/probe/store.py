@@ -6,6 +6,10 @@
   most the batch in flight; rerunning the same command continues from the stored counts. The
   primary key (probe, problem, sample index) makes a duplicate impossible, not just unlikely.
 - WAL lets a training run and a detached probe worker (other processes) share one store.
+- SQLite errors the user can act on (a corrupt, read-only or directory path, a full disk) end as one
+  `StoreError` / `DiskFull` line that names the file and the way out, not a traceback. On a full
+  disk SQLite rolls the transaction back itself, so a second ROLLBACK is never issued: it would fail
+  with "cannot rollback - no transaction is active" and hide the real error.
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, Sequence
+
+from boundlab.errors import DiskFull, StoreError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS probes (
@@ -82,33 +89,87 @@ def probe_key(model_fp: str, task_fp: str, settings: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
+def store_error(path: Path, e: BaseException, doing: str) -> Exception | None:
+    """The one-line user error for a SQLite/OS error on the store at `path`, or None when the
+    error is not one the user can fix (it is then re-raised as it is)."""
+    code = getattr(e, "sqlite_errorcode", None)
+    msg = str(e)
+    if code == getattr(sqlite3, "SQLITE_FULL", 13) or "disk is full" in msg \
+            or getattr(e, "errno", None) == 28:
+        return DiskFull(f"no space left on device while {doing} the probe store {path} ({msg}): free "
+                        f"space on that disk and rerun the same command (a probe continues where it "
+                        f"stopped), or set store.path= (BOUNDLAB_STORE) to a file on another disk")
+    if code in (getattr(sqlite3, "SQLITE_NOTADB", 26), getattr(sqlite3, "SQLITE_CORRUPT", 11)) \
+            or "not a database" in msg or "malformed" in msg:
+        return StoreError(f"the probe store {path} is corrupt ({msg}): move it aside with "
+                          f"mv {path} {path}.corrupt and rerun (its probes are sampled again), or after "
+                          f"the mv salvage what is readable: sqlite3 {path}.corrupt .recover | sqlite3 {path}")
+    if code == getattr(sqlite3, "SQLITE_READONLY", 8) or "readonly" in msg \
+            or isinstance(e, PermissionError):
+        return StoreError(f"the probe store {path} is not writable ({msg}): make it and its folder "
+                          f"writable (chmod u+w {path} {path.parent}) or set store.path= "
+                          f"(BOUNDLAB_STORE) to a writable file")
+    if code == getattr(sqlite3, "SQLITE_CANTOPEN", 14) or "unable to open" in msg:
+        return StoreError(f"cannot open the probe store {path} ({msg}): its folder must exist and be "
+                          f"writable (SQLite adds {path.name}-wal and -shm beside it); set store.path= "
+                          f"(BOUNDLAB_STORE) to a file in a writable folder")
+    return None
+
+
 class Store:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, writable: bool = True):
+        """`writable=False` (readers such as report.py) skips the write check, so a read-only
+        store can still be read."""
         self.path = Path(path).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(str(self.path), timeout=60, isolation_level=None,
-                                  check_same_thread=False)
-        # Several processes may open a new store at once (a sweep's jobs, DDP ranks): switching to
-        # WAL and creating the schema can meet "database is locked" despite the busy timeout.
-        for attempt in range(20):
-            try:
-                self.db.execute("PRAGMA journal_mode=WAL")
-                self.db.execute("PRAGMA synchronous=NORMAL")
-                self.db.executescript(_SCHEMA)
-                break
-            except sqlite3.OperationalError as e:
-                if "locked" not in str(e) or attempt == 19:
-                    raise
-                time.sleep(0.1 * (attempt + 1))
+        if self.path.is_dir():
+            raise StoreError(f"store.path={self.path} is a directory, not a SQLite file: set "
+                             f"store.path={self.path / 'store.sqlite'} (or BOUNDLAB_STORE)")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"cannot create the folder of the probe store {self.path} "
+                             f"({e.strerror}): set store.path= (BOUNDLAB_STORE) to a file in a "
+                             f"writable folder") from None
+        with self._errors("opening"):
+            self.db = sqlite3.connect(str(self.path), timeout=60, isolation_level=None,
+                                      check_same_thread=False)
+            # Several processes may open a new store at once (a sweep's jobs, DDP ranks): switching
+            # to WAL and creating the schema can meet "database is locked" despite the busy timeout.
+            for attempt in range(20):
+                try:
+                    self.db.execute("PRAGMA journal_mode=WAL")
+                    self.db.execute("PRAGMA synchronous=NORMAL")
+                    self.db.executescript(_SCHEMA)
+                    # SQLite opens a write-protected file read-only without a word, and the first
+                    # insert would fail after the model is loaded: write once now (the same value).
+                    if writable:
+                        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+                        self.db.execute(f"PRAGMA user_version={int(version)}")
+                    break
+                except sqlite3.OperationalError as e:
+                    if "locked" not in str(e) or attempt == 19:
+                        raise
+                    time.sleep(0.1 * (attempt + 1))
+
+    @contextmanager
+    def _errors(self, doing: str) -> Iterator[None]:
+        try:
+            yield
+        except (sqlite3.Error, OSError) as e:
+            err = store_error(self.path, e, doing)
+            if err is None:
+                raise
+            raise err from None
 
     # -- probes -------------------------------------------------------------------------------
     def ensure_probe(self, key: str, model_fp: str, task_fp: str, settings: dict[str, Any],
                      model_name: str = "", task_name: str = "", meta: dict | None = None) -> None:
-        self.db.execute(
-            "INSERT OR IGNORE INTO probes VALUES (?,?,?,?,?,?,?,?)",
-            (key, model_fp, task_fp, json.dumps(settings, sort_keys=True), model_name, task_name,
-             time.time(), json.dumps(meta or {})),
-        )
+        with self._errors("writing"):
+            self.db.execute(
+                "INSERT OR IGNORE INTO probes VALUES (?,?,?,?,?,?,?,?)",
+                (key, model_fp, task_fp, json.dumps(settings, sort_keys=True), model_name, task_name,
+                 time.time(), json.dumps(meta or {})),
+            )
 
     def probe_info(self, key: str) -> dict[str, Any] | None:
         row = self.db.execute("SELECT * FROM probes WHERE key=?", (key,)).fetchone()
@@ -157,16 +218,20 @@ class Store:
              json.dumps(r.info) if r.info else None)
             for r in rows
         ]
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            before = self.db.total_changes
-            self.db.executemany("INSERT OR IGNORE INTO samples VALUES (?,?,?,?,?,?,?,?,?,?)", data)
-            inserted = self.db.total_changes - before
-            self.db.execute("COMMIT")
-            return inserted
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
+        with self._errors("writing samples to"):
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                before = self.db.total_changes
+                self.db.executemany("INSERT OR IGNORE INTO samples VALUES (?,?,?,?,?,?,?,?,?,?)", data)
+                inserted = self.db.total_changes - before
+                self.db.execute("COMMIT")
+                return inserted
+            except BaseException:
+                # SQLITE_FULL (and a few other errors) roll back by themselves; a ROLLBACK then
+                # would raise "no transaction is active" in place of the real error.
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+                raise
 
     def counts(self, key: str, problem_ids: Iterable[str] | None = None,
                n_max: int | None = None) -> list[ProblemCounts]:
@@ -255,8 +320,9 @@ class Store:
         return row[0] if row else None
 
     def put_file_hash(self, path: str, size: int, mtime_ns: int, sha: str) -> None:
-        self.db.execute("INSERT OR REPLACE INTO file_hashes VALUES (?,?,?,?)",
-                        (path, size, mtime_ns, sha))
+        with self._errors("writing"):
+            self.db.execute("INSERT OR REPLACE INTO file_hashes VALUES (?,?,?,?)",
+                            (path, size, mtime_ns, sha))
 
     def close(self) -> None:
         self.db.close()

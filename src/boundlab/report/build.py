@@ -647,7 +647,7 @@ def run(cfg: Any) -> Path:
     store_path = Path(str(cfg.store.path)).expanduser()
     if not store_path.is_file():
         raise FileNotFoundError(f"no probe store at {store_path} (store.path, or BOUNDLAB_STORE)")
-    store = Store(store_path)
+    store = Store(store_path, writable=False)  # the report only reads: a read-only store will do
     logger = None
     try:
         t0 = time.time()

@@ -42,7 +42,9 @@ def build_task(cfg: Any) -> Task:
     if limit:
         task = task.with_problems(task.problems[: int(limit)])
     if not task.problems:
-        raise ValueError(f"task {cfg.name!r} has no problems")
+        from boundlab.tasks.jsonl import DataError
+
+        raise DataError(f"task {cfg.name!r} has no problems (task.split={getattr(cfg, 'split', None)})")
     return task
 
 

@@ -27,7 +27,9 @@ class Problem:
 class Task:
     name: str
     problems: list[Problem]
-    # Python format string with a `{question}` field.
+    # Prompt text in which `{question}` is replaced by the problem's question. Only that field is
+    # substituted; every other brace is literal (a math prompt's `\boxed{}` must survive, which
+    # str.format would read as a positional field).
     template: str = "{question}"
     # Name of the verifier in `boundlab.verify.VERIFIERS`.
     verifier: str = "math"
@@ -58,7 +60,7 @@ class Task:
 
     def render(self, problem: Problem, tokenizer: Any = None) -> str:
         """The exact prompt string a sampler feeds the model."""
-        text = self.template.format(question=problem.question)
+        text = self.template.replace("{question}", problem.question)
         if self.chat and tokenizer is not None and getattr(tokenizer, "chat_template", None):
             messages = []
             if self.system:

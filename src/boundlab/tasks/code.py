@@ -219,6 +219,8 @@ def load_code_jsonl(path: str | Path) -> list[Problem]:
 def _code_jsonl(cfg: Any) -> Task:
     path = getattr(cfg, "path", None)
     if not path:
-        raise ValueError("task=code_jsonl needs task.path=/path/to/problems.jsonl")
+        from boundlab.config import ConfigError
+
+        raise ConfigError("task=code_jsonl needs task.path=/path/to/problems.jsonl")
     return Task("code_jsonl:" + Path(path).stem, load_code_jsonl(path), template="{question}",
                 verifier="code", chat=False)

@@ -21,10 +21,18 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"data file not found: {path}")
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
+    empty = True
+    # Bytes, decoded line by line: a non-UTF-8 file is then named with its line, not a traceback.
+    with path.open("rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")  # a BOM is fine
+            except UnicodeDecodeError as e:
+                raise DataError(f"{path}:{lineno}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column "
+                                f"{e.start + 1}); re-save the file as UTF-8") from None
             if not line.strip():
                 continue
+            empty = False
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
@@ -32,6 +40,8 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not isinstance(obj, dict):
                 raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
             yield lineno, obj
+    if empty:
+        raise DataError(f"{path}: the file is empty; it needs one JSON object per line")
 
 
 def load_jsonl_problems(path: str | Path) -> list[Problem]:
@@ -46,6 +56,12 @@ def load_jsonl_problems(path: str | Path) -> list[Problem]:
             raise DataError(f"{path}:{lineno}: missing field 'prompt' (or 'question')")
         if "answer" not in obj:
             raise DataError(f"{path}:{lineno}: missing field 'answer'")
+        # str(None) would become the gold answer "None", which "The answer is None" matches.
+        if obj["answer"] is None or not str(obj["answer"]).strip():
+            raise DataError(f"{path}:{lineno}: 'answer' is {'null' if obj['answer'] is None else 'empty'}; "
+                            f"every problem needs a gold answer (drop the line or fill it in)")
+        if not str(question).strip():
+            raise DataError(f"{path}:{lineno}: 'prompt' (or 'question') is empty")
         pid = str(pid)
         if pid in seen:
             raise DataError(f"{path}:{lineno}: duplicate problem_id {pid!r} (first on line {seen[pid]})")
@@ -58,7 +74,9 @@ def load_jsonl_problems(path: str | Path) -> list[Problem]:
 def _jsonl_task(cfg: Any) -> Task:
     path = getattr(cfg, "path", None)
     if not path:
-        raise ValueError("task=jsonl needs task.path=/path/to/problems.jsonl")
+        from boundlab.config import ConfigError
+
+        raise ConfigError("task=jsonl needs task.path=/path/to/problems.jsonl")
     return Task("jsonl:" + Path(path).stem, load_jsonl_problems(path), verifier="math")
 
 

@@ -16,7 +16,7 @@ from boundlab.tasks import TASKS
 from boundlab.tasks.base import Problem, Task
 
 # The prompt the paper used for Qwen-style math models ("qwen-boxed").
-QWEN_BOXED = "{question}\nPlease reason step by step, and put your final answer within \\boxed{{}}."
+QWEN_BOXED = "{question}\nPlease reason step by step, and put your final answer within \\boxed{}."
 
 
 @lru_cache(maxsize=1)

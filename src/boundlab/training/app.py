@@ -89,6 +89,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.verify import build_verifier
 
     from boundlab.algos import check as check_algo
+    from boundlab.errors import no_space_left
 
     check_algo(cfg)  # an impossible combination fails here, before any model work
     run_dir = Path(run_dir)
@@ -156,7 +157,8 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
                           peft_config, **extra)
         if resume_from is not None:
             print(f"[boundlab] resuming from {resume_from}", flush=True)
-        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+        with no_space_left(ckpt_dir, f"resume: python train.py resume={run_dir}"):
+            trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
         (run_dir / DONE_MARKER).write_text("ok\n")
         _print_boundary(tracker)
         return {"run_dir": str(run_dir), "rows": tracker.rows}

@@ -237,6 +237,9 @@ def main(argv: Sequence[str], train: Callable[[Any, Path], Any] | None = None) -
         except ResumeError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
+        from boundlab.validate import validate
+
+        validate(cfg)  # the run's own config on this machine (e.g. backend=gpu where CUDA is gone)
         if train is None:
             from boundlab.training.app import run as train_fn
         else:

@@ -1,0 +1,214 @@
+"""Value ranges and machine requirements of every config area, checked at start.
+
+Hydra builds structured configs without running a dataclass's `__post_init__`, so the types are
+checked by the schemas (`boundlab.config`) but the ranges are checked here, one function per schema
+area. The entry points call `validate(cfg)` right after `check_keys(cfg)`, before any task, store or
+model is touched. Every failure is one `ConfigError` line that names the key, the value given and
+what to set instead.
+
+Where this departs from the obvious:
+- `limit` keys accept null or >= 1 only. `0` used to mean "all" and `-1` "all but the last" (Python
+  slicing); both are refused rather than given a meaning.
+- `probe.temperature=0` is allowed and means greedy decoding: all n samples of a problem are then
+  identical and pass@k is flat in k. It is said so on stderr, since it is rarely what a boundary probe
+  wants.
+- GPU-only choices (`backend=gpu|zero2|zero3`, `sampler.device=cuda`, `sampler=vllm`) are refused on
+  a machine without CUDA (or without vLLM installed) here, not minutes later inside a trainer.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+from boundlab.config import ConfigError
+
+
+def _fail(key: str, value: Any, need: str) -> None:
+    raise ConfigError(f"{key}={'null' if value is None else value}: {need}")
+
+
+def _at_least(node: Any, prefix: str, key: str, low: float, what: str = "") -> None:
+    v = getattr(node, key)
+    if v < low:
+        _fail(f"{prefix}.{key}", v, f"must be >= {low:g}{what}")
+
+
+def _positive(node: Any, prefix: str, key: str, what: str = "") -> None:
+    v = getattr(node, key)
+    if not v > 0:
+        _fail(f"{prefix}.{key}", v, f"must be > 0{what}")
+
+
+def _limit(node: Any, prefix: str, key: str = "limit") -> None:
+    v = getattr(node, key)
+    if v is not None and v < 1:
+        _fail(f"{prefix}.{key}", v, f"must be >= 1 (the first N problems), or null for all; "
+                                    f"0 and negative values have no meaning")
+
+
+def _one_of(node: Any, prefix: str, key: str, choices: tuple) -> None:
+    v = getattr(node, key)
+    if v not in choices:
+        _fail(f"{prefix}.{key}", v, "must be one of " + ", ".join("null" if c is None else str(c)
+                                                                  for c in choices))
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+# -- one function per schema area -----------------------------------------------------------------
+
+def validate_model(m: Any, prefix: str = "model") -> None:
+    _one_of(m, prefix, "dtype", ("auto", "float32", "bfloat16", "float16"))
+    if m.path and Path(str(m.path)).expanduser().is_dir():
+        from boundlab.models import check_weight_files
+
+        check_weight_files(Path(str(m.path)).expanduser())
+
+
+def validate_task(t: Any, prefix: str = "task") -> None:
+    _limit(t, prefix)
+    if t.template is not None and "{question}" not in t.template:
+        _fail(f"{prefix}.template", repr(t.template),
+              "has no {question} field, so every prompt would be the same text; add {question}")
+
+
+def validate_probe(p: Any, prefix: str = "probe") -> None:
+    _at_least(p, prefix, "n", 1, " (samples per problem; pass@k is reported for k = 1..n)")
+    if p.temperature < 0:
+        _fail(f"{prefix}.temperature", p.temperature,
+              "must be >= 0 (0 = greedy decoding: every sample is the same; > 0 samples)")
+    if p.temperature == 0 and p.n > 1:
+        print(f"[boundlab] note: {prefix}.temperature=0 is greedy decoding: all {p.n} samples of a "
+              f"problem are identical, so pass@k is flat in k", file=sys.stderr, flush=True)
+    if not 0 < p.top_p <= 1:
+        _fail(f"{prefix}.top_p", p.top_p, "must be in (0, 1] (1 = no nucleus truncation)")
+    _at_least(p, prefix, "max_new_tokens", 1)
+    if any(not s for s in p.stop):
+        _fail(f"{prefix}.stop", list(p.stop), "an empty stop string would cut every completion to "
+                                              "nothing; remove it")
+    _limit(p, prefix)
+    _at_least(p, prefix, "bootstrap_iters", 1, " (bootstrap resamples for the confidence intervals)")
+    if not 0 < p.ci < 1:
+        _fail(f"{prefix}.ci", p.ci, "must be a confidence level in (0, 1), e.g. 0.95")
+
+
+def validate_sampler(s: Any, prefix: str = "sampler") -> None:
+    _at_least(s, prefix, "batch_size", 1)
+    if s.torch_threads is not None:
+        _at_least(s, prefix, "torch_threads", 1, " (or null for one per core)")
+    if not (s.device in ("auto", "cpu", "cuda") or str(s.device).startswith("cuda:")):
+        _fail(f"{prefix}.device", s.device, "must be auto, cpu or cuda")
+    if not 0 < s.gpu_memory_utilization <= 1:
+        _fail(f"{prefix}.gpu_memory_utilization", s.gpu_memory_utilization, "must be in (0, 1]")
+    _at_least(s, prefix, "tensor_parallel_size", 1)
+    if s.name == "vllm" and importlib.util.find_spec("vllm") is None:
+        raise ConfigError("sampler=vllm needs vLLM, which is not installed here: install it on a GPU "
+                          "machine (pip install 'boundlab[gpu]') or use sampler=hf")
+    if (s.name == "vllm" or str(s.device).startswith("cuda")) and not _cuda_available():
+        what = "sampler=vllm" if s.name == "vllm" else f"{prefix}.device={s.device}"
+        raise ConfigError(f"{what} needs a CUDA GPU and torch sees none here: use sampler=hf with "
+                          f"{prefix}.device=auto (or cpu)")
+
+
+def validate_logger(lg: Any, prefix: str = "logger") -> None:
+    _one_of(lg, prefix, "name", ("wandb", "none"))
+    _one_of(lg, prefix, "mode", (None, "online", "offline", "disabled"))
+
+
+def validate_verify(v: Any, prefix: str = "verify") -> None:
+    _at_least(v, prefix, "workers", 1)
+    _positive(v, prefix, "deadline_s", " (seconds per math-verify call)")
+    _at_least(v, prefix, "max_answer_chars", 1)
+    _positive(v, prefix, "timeout_s", " (seconds per program)")
+    _at_least(v, prefix, "memory_mb", 1)
+
+
+def validate_train_loop(t: Any, prefix: str = "train") -> None:
+    _at_least(t, prefix, "max_steps", 1)
+    _at_least(t, prefix, "save_steps", 1)
+    _at_least(t, prefix, "logging_steps", 1)
+    if t.save_total_limit is not None:
+        _at_least(t, prefix, "save_total_limit", 1, " (or null to keep every checkpoint)")
+    _one_of(t, prefix, "probe_mode", ("inline", "detached"))
+    _limit(t, prefix, "train_limit")
+
+
+def validate_algo(a: Any, prefix: str = "algo") -> None:
+    _positive(a, prefix, "learning_rate")
+    _at_least(a, prefix, "rollouts", 1, " (completions sampled per prompt)")
+    _at_least(a, prefix, "per_device_train_batch_size", 1)
+    _at_least(a, prefix, "gradient_accumulation_steps", 1)
+    _at_least(a, prefix, "num_iterations", 1)
+    _at_least(a, prefix, "max_completion_length", 1)
+    _positive(a, prefix, "temperature", " (rollouts are sampled; the log-probs are of logits / T)")
+    _positive(a, prefix, "epsilon")
+    if a.epsilon_high is not None:
+        _positive(a, prefix, "epsilon_high", " (or null for algo.epsilon)")
+    _at_least(a, prefix, "weight_decay", 0)
+    _at_least(a, prefix, "warmup_steps", 0)
+    _positive(a, prefix, "max_grad_norm")
+    _at_least(a, prefix, "max_refill_rounds", 0)
+    _at_least(a, prefix, "overlong_buffer", 0)
+    _at_least(a, prefix, "overlong_penalty", 0)
+    if not 0 < a.gamma <= 1:
+        _fail(f"{prefix}.gamma", a.gamma, "must be in (0, 1]")
+    if not 0 <= a.lam <= 1:
+        _fail(f"{prefix}.lam", a.lam, "must be in [0, 1]")
+    _at_least(a, prefix, "vf_coef", 0)
+    _positive(a, prefix, "cliprange_value")
+    if a.critic.learning_rate is not None:
+        _positive(a.critic, f"{prefix}.critic", "learning_rate", " (or null for algo.learning_rate)")
+    _at_least(a, prefix, "teacher_samples", 1)
+    _at_least(a, prefix, "max_traces_per_problem", 1)
+    _positive(a, prefix, "teacher_temperature")
+    if not 0 <= a.distill_beta <= 1:
+        _fail(f"{prefix}.distill_beta", a.distill_beta, "must be in [0, 1] (0 forward KL, 1 reverse KL)")
+
+
+def validate_kl(k: Any, prefix: str = "kl") -> None:
+    _at_least(k, prefix, "coef", 0, " (0 = no KL and no reference model)")
+    _one_of(k, prefix, "where", ("auto", "none", "loss", "reward"))
+    _one_of(k, prefix, "estimator", ("auto", "k1", "k2", "k3"))
+
+
+def validate_backend(b: Any, prefix: str = "backend") -> None:
+    if b.torch_threads is not None:
+        _at_least(b, prefix, "torch_threads", 1, " (or null for one per core)")
+    if not b.use_cpu and not _cuda_available():
+        raise ConfigError(f"backend={b.name} needs a CUDA GPU and torch sees none here: use backend=cpu "
+                          f"(or backend=zero2_cpu / zero3_cpu for the DeepSpeed path on CPU processes)")
+
+
+def validate_peft(p: Any, prefix: str = "peft") -> None:
+    if not p.enabled:
+        return
+    _at_least(p, prefix, "r", 1)
+    _positive(p, prefix, "alpha")
+    if not 0 <= p.dropout < 1:
+        _fail(f"{prefix}.dropout", p.dropout, "must be in [0, 1)")
+
+
+_AREAS = (
+    ("model", validate_model), ("teacher", validate_model), ("task", validate_task),
+    ("probe", validate_probe), ("sampler", validate_sampler), ("logger", validate_logger),
+    ("verify", validate_verify), ("train", validate_train_loop), ("algo", validate_algo),
+    ("kl", validate_kl), ("backend", validate_backend), ("peft", validate_peft),
+)
+
+
+def validate(cfg: Any) -> None:
+    """Check every area the config has (probe.py's and train.py's share most of them)."""
+    for key, check in _AREAS:
+        if key in cfg and cfg[key] is not None:
+            check(cfg[key], key)
+    if "algo" in cfg and "train" in cfg:
+        from boundlab.algos import check as check_algo
+
+        check_algo(cfg)  # combinations one algorithm cannot honour (rollouts=1 with groups, ...)
