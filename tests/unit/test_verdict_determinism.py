@@ -238,7 +238,9 @@ def test_the_retry_budget_is_cpu_time_and_interrupts_like_math_verifys_alarm():
 
     before = signal.getsignal(signal.SIGPROF)
     out, expired, cpu = _timed(spin, 60, 0.3)
-    assert (out, expired) == ([], True) and 0.3 <= cpu < 1.0
+    # ITIMER_PROF and process_time() sample CPU time at different granularities (kernel ticks):
+    # 0.291 s was seen for a 0.3 s timer, so allow one tick's worth below the budget.
+    assert (out, expired) == ([], True) and 0.27 <= cpu < 1.0
     assert signal.getsignal(signal.SIGPROF) is before
     assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
     # A step that finishes within its budget is not expired, and a truthy answer never is.
