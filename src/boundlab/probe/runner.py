@@ -88,8 +88,13 @@ def _plan(task: Task, prompts: dict[str, str], done: dict[str, int], next_idx: d
 def _verify_and_store(verifier: Verifier, store: Store, key: str,
                       chunk: list[tuple[Problem, int, int]],
                       completions: list[list[Completion]]) -> int:
-    verdicts = verifier.score_many([(p, [c.text for c in comps])
-                                    for (p, _, _), comps in zip(chunk, completions)])
+    items = [(p, [c.text for c in comps]) for (p, _, _), comps in zip(chunk, completions)]
+    cut = [[c.finish == "length" for c in comps] for comps in completions]
+    if getattr(verifier, "reads_cut_off", False) and any(map(any, cut)):
+        # A completion stopped at max_new_tokens has no final answer unless it stated one.
+        verdicts = verifier.score_many(items, cut_off=cut)
+    else:
+        verdicts = verifier.score_many(items)
     rows = []
     for (p, start, _), comps, vs in zip(chunk, completions, verdicts):
         for j, (comp, v) in enumerate(zip(comps, vs)):
