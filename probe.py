@@ -9,6 +9,7 @@ from hydra.core.hydra_config import HydraConfig
 
 from boundlab.cli import friendly_errors
 from boundlab.config import check_keys, register_configs
+from boundlab.probe.fit import fit_probe_settings
 
 register_configs()
 
@@ -19,6 +20,7 @@ def main(cfg):
     from boundlab.probe.app import run
 
     check_keys(cfg)
+    cfg = fit_probe_settings(cfg, "probe")
     run(cfg, HydraConfig.get().runtime.output_dir)
 
 

@@ -5,6 +5,7 @@ from hydra.core.hydra_config import HydraConfig
 
 from boundlab.cli import friendly_errors
 from boundlab.config import check_keys, register_configs
+from boundlab.probe.fit import fit_probe_settings
 
 register_configs()
 
@@ -15,6 +16,7 @@ def main(cfg):
     from boundlab.training.app import run
 
     check_keys(cfg)
+    cfg = fit_probe_settings(cfg, "train")
     run(cfg, HydraConfig.get().runtime.output_dir)
 
 

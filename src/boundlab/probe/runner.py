@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from boundlab.probe.answer_stats import AnswerStats, answer_stats
 from boundlab.probe.curves import Curve, compute_curve
 from boundlab.probe.store import SampleRow, Store, probe_key
 from boundlab.sampling.base import Completion, GenSettings, Sampler
@@ -42,6 +43,8 @@ class ProbeResult:
     new_samples: int = 0
     seconds: float = 0.0
     notes: tuple[str, ...] = ()
+    # Box share and truncated share of these samples (math verifier only; see answer_stats).
+    answers: AnswerStats | None = None
 
     @property
     def kmax(self) -> int:
@@ -169,7 +172,7 @@ def result_from_store(store: Store, key: str, task: Task, n: int | None = None,
     curve_strict = (compute_curve(n_arr, c_strict, bootstrap_iters=bootstrap_iters, ci=ci)
                     if c_strict is not None else None)
     return ProbeResult(key, model_name, task.name, ids, n_arr, c_arr, c_strict, curve, curve_strict,
-                       new_samples, seconds, tuple(notes))
+                       new_samples, seconds, tuple(notes), answer_stats(store, key, ids, n))
 
 
 def probe_model(task: Task, sampler: Sampler, verifier: Verifier, store: Store, model_fp: str,
