@@ -31,7 +31,7 @@ from typing import Any, Sequence
 
 from boundlab.tasks.base import Problem
 from boundlab.verify.base import Verdict, Verifier
-from boundlab.verify.extract import MAX_ANSWER_CHARS, MODES, Extraction, extract
+from boundlab.verify.extract import MAX_ANSWER_CHARS, MODES, Extraction, _patterns, extract
 from boundlab.verify.pool import CRASH, TIMEOUT, DeadlinePool
 
 # Per-call budgets inside the worker (math-verify takes whole seconds).
@@ -146,6 +146,8 @@ class MathVerifier(Verifier):
             raise ValueError(f"verify.extraction must be one of {', '.join(MODES)}, "
                              f"got {extraction!r}")
         self.extraction = extraction
+        if extraction == "lenient":
+            _patterns()  # compile math-verify's regexes once, up front, not inside a timed batch
         self.max_answer_chars = int(max_answer_chars)
         self.pool = DeadlinePool(_worker_check, workers=workers, deadline_s=deadline_s,
                                  init=_worker_init)
