@@ -58,8 +58,6 @@ _PROSE = re.compile(r"(?<!\\)\b[A-Za-z]{3,}\s+[A-Za-z]{3,}\s+[A-Za-z]{3,}\b")
 # The anchored statements a cut-off completion may still end on (a match of math-verify's
 # anchored patterns starts at its anchor word).
 _FINAL_STATEMENT = re.compile(r"(?i)final answer|answer\s*(?:is\b|:|=)")
-_ANSWER_WORD = re.compile(r"(?i:answer)")
-_FINAL_WORD = re.compile(r"(?i:final answer)")
 # math-verify's priority for unanchored matches (a bare LaTeX environment or number).
 _UNANCHORED = 300
 # ... and for "final answer is X" (math-verify ranks a box at this priority too).
@@ -169,16 +167,17 @@ def _patterns() -> list[tuple[int, list[tuple[re.Pattern[str], bool]]]]:
 
 
 def _latex_parts(m: re.Match[str]) -> list[str]:
+    # The match has ~100 named groups, nearly all empty: one pass over the filled ones.
+    filled = {k: v for k, v in m.groupdict().items() if v}
     parts = []
-    groups = m.groupdict()
     for prefix in ["first_"] + [f"next{i}_" for i in range(1, 6)]:
-        val = next((v for k, v in groups.items() if k.startswith(prefix + "latex") and v), None)
+        val = next((v for k, v in filled.items() if k.startswith(prefix + "latex")), None)
         if val is None:
             continue
         val = val.strip()
         if "\\text" not in val and _PROSE.search(val):
             return []  # a sentence in brackets, not math
-        if groups.get(prefix + "percent"):
+        if filled.get(prefix + "percent"):
             val += "\\%"
         if val:
             parts.append(val)
@@ -214,6 +213,7 @@ def statement_answers(text: str, anchored_only: bool = False,
 
     With `anchored_only`, only "answer is / answer: / final answer" statements count; only
     math-verify priorities up to `max_priority` are tried."""
+    lower = None
     for prio, group in _patterns():
         anchored = prio < _UNANCHORED
         if (anchored_only and not anchored) or prio > max_priority:
@@ -222,10 +222,14 @@ def statement_answers(text: str, anchored_only: bool = False,
         if anchored:
             # Every anchored pattern starts with its anchor word, so no match starts before the
             # word's first occurrence: scan from there (exact, and far cheaper on long text).
-            first = (_FINAL_WORD if prio <= _FINAL_PRIORITY else _ANSWER_WORD).search(text)
-            if first is None:
+            if lower is None:
+                lower = text.lower()
+                if len(lower) != len(text):  # a few characters lower-case to two
+                    lower = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text)
+            first = lower.find("final answer" if prio <= _FINAL_PRIORITY else "answer")
+            if first == -1:
                 continue
-            scan = text[first.start():]
+            scan = text[first:]
         parts = None
         if not anchored and len(text) > _QUICK_CHARS:
             # The unanchored scan is the slow one (a LaTeX environment or a number anywhere). The
