@@ -3,10 +3,11 @@
 `extract(text, mode, cut_off)` returns every answer of the final statement and where it came from:
 
 1. **Boxes.** Every closed `\\boxed{...}` / `\\fbox{...}` of the final statement: the last box and
-   the boxes before it in the same paragraph (no blank line between them). `It is \\boxed{3} or
-   maybe \\boxed{5}.` gives two answers; the verifier decides whether that is a hedge (one gold) or
-   a list (a gold with several answers). A box in an earlier paragraph (an intermediate result) is
-   not part of the final statement.
+   the boxes just before it (at most `STATEMENT_GAP` characters apart, no blank line between).
+   `It is \\boxed{3} or maybe \\boxed{5}.` gives two answers; the verifier decides whether that is
+   a hedge (one gold) or a list (a gold with several answers). A box further back (an intermediate
+   result) is not part of the final statement. In `lenient` mode a "final answer is X" written
+   *after* the last box wins over it, as in math-verify, which ranks that phrase with the box.
 2. **No box, `lenient` mode only: math-verify's own extraction** over the end of the completion (the
    last `TAIL_CHARS` characters, from a line start): its LaTeX and expression regexes, tried in its
    priority order ("final answer is", "answer:", "answer ...", then any LaTeX environment or
@@ -15,10 +16,15 @@
    - only the end of the completion is read, so a number restated from the problem at the top of a
      long completion is never the answer;
    - a number glued to what follows it (`2x`, `3\\sqrt{2}`, `10^5`) is the middle of a larger
-     expression, not an answer: that match is skipped;
+     expression, not an answer: that match is skipped (a unit such as `1,000.99m²` is not glue);
+   - a "LaTeX" match that is a sentence (`[Note: the solution is ...]`) is skipped, where
+     math-verify would skip it after failing to parse it;
    - the match is not parsed here: the matched LaTeX (or the number, with its thousands separators
      dropped: math-verify accepts only valid groups of three, so `1 000` is 1000 and `[0,1)` is no
-     number) is handed to the verifier as the answer string, so identical answers are checked once.
+     number) is handed to the verifier as the answer string, so identical answers are checked once;
+     math-verify would try the next match when a match does not parse, we judge it wrong.
+   The unanchored scan tries the last `_QUICK_CHARS` characters before the whole tail (display
+   math that could span the cut disables the shortcut).
 3. **A completion cut off at `max_new_tokens`** (`cut_off=True`) keeps only what it stated as final:
    a box, or an anchored statement ("final answer is X", "the answer is X", "Answer: X"). Anything
    else is `truncated`: a digit pulled from cut-off text (often the restated problem) is not an
