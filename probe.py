@@ -9,6 +9,7 @@ from hydra.core.hydra_config import HydraConfig
 
 from boundlab.cli import friendly_errors, known_choices
 from boundlab.config import check_keys, register_configs
+from boundlab.probe.fit import fit_probe_settings
 from boundlab.validate import validate
 
 register_configs()
@@ -21,6 +22,7 @@ def main(cfg):
     from boundlab.probe.app import run
 
     check_keys(cfg)
+    cfg = fit_probe_settings(cfg, "probe")
     validate(cfg)
     run(cfg, HydraConfig.get().runtime.output_dir)
 

@@ -39,15 +39,25 @@ def candidate_answers(gold: str, rng: random.Random) -> list[str]:
 SCENARIOS = {"trained": 2.5, "mixed": 1.6, "weak": 1.1}
 
 
-def make_items(problems: list[Problem], n: int, zipf: float, seed: int = 0):
+# A typical unboxed completion: some working, then the answer stated in prose (read by
+# math-verify's extraction over the tail, which the boxed format never reaches).
+_WORKING = ("We expand the expression and collect terms; substituting $x = 3$ gives $2x + 1 = 7$, "
+            "and checking the boundary cases leaves one candidate. ") * 8
+
+
+def make_items(problems: list[Problem], n: int, zipf: float, seed: int = 0, fmt: str = "boxed"):
     rng = random.Random(seed)
     items = []
     for p in problems:
         cands = candidate_answers(p.answer, rng)
         # Zipf-like weights: the first few answers carry most of the mass.
         weights = [1.0 / (i + 1) ** zipf for i in range(len(cands))]
-        comps = [f"Step by step... so the result is \\boxed{{{a}}}."
-                 for a in rng.choices(cands, weights=weights, k=n)]
+        if fmt == "boxed":
+            comps = [f"Step by step... so the result is \\boxed{{{a}}}."
+                     for a in rng.choices(cands, weights=weights, k=n)]
+        else:
+            comps = [f"{_WORKING}\nTherefore, the answer is ${a}$."
+                     for a in rng.choices(cands, weights=weights, k=n)]
         items.append((p, comps))
     return items
 
@@ -58,11 +68,13 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--scenario", choices=sorted(SCENARIOS), default="mixed")
+    ap.add_argument("--format", choices=["boxed", "prose"], default="boxed",
+                    help="answers in a box, or stated in prose after some working")
     args = ap.parse_args()
 
     cfg = type("C", (), {"name": "math500", "template": None, "chat": None, "system": None,
                          "verifier": None, "limit": args.problems})()
-    items = make_items(build_task(cfg).problems, args.n, SCENARIOS[args.scenario])
+    items = make_items(build_task(cfg).problems, args.n, SCENARIOS[args.scenario], fmt=args.format)
     total = sum(len(c) for _, c in items)
     distinct = sum(len({extract_math_answer(x) for x in c}) for _, c in items)
 
@@ -87,7 +99,7 @@ def main() -> None:
 
     mismatches = sum(a != b for ra, rb in zip(plain, ours) for a, b in zip(ra, rb))
     print(json.dumps({
-        "benchmark": "verify", "scenario": args.scenario, "zipf_exponent": SCENARIOS[args.scenario],
+        "benchmark": "verify", "scenario": args.scenario, "format": args.format, "zipf_exponent": SCENARIOS[args.scenario],
         "problems": len(items), "samples_per_problem": args.n, "answers": total,
         "distinct_answers_per_problem": round(distinct / len(items), 2),
         "math_verify_calls_ours": v.calls,

@@ -123,6 +123,9 @@ class VerifyConfig:
     deadline_s: float = 2.0
     # Answers longer than this are judged too_long without parsing.
     max_answer_chars: int = 512
+    # Math: which answers count. lenient: every box of the final statement, else math-verify's own
+    # extraction over the end of the completion; boxed: boxes only (the usual RL reward rule).
+    extraction: str = "lenient"
     # Code: wall-clock limit per program (s) and its memory cap (MB).
     timeout_s: float = 3.0
     memory_mb: int = 1024

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from boundlab.config import to_dict
+from boundlab.probe.answer_stats import summary_lines
 from boundlab.probe.curves import write_passk_csv, write_problems_csv
 from boundlab.probe.estimator import powers_of_two
 from boundlab.probe.runner import (ProbeResult, export_prompts, probe_model, score_samples_file)
@@ -75,7 +76,7 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
         logger = build_logger(cfg.logger, run_dir, to_dict(cfg))
         write_outputs(result, run_dir, title=f"{model_name} on {task.name}")
         log_probe(logger, result, step=0, run_dir=run_dir)
-        print_summary(result, store.path)
+        print_summary(result, store.path, None if cfg.samples else cfg.probe.max_new_tokens)
         return result
     finally:
         verifier.close()
@@ -131,6 +132,9 @@ def passk_metrics(result: ProbeResult, prefix: str = PROBE) -> dict[str, float]:
     m[f"{prefix}/n"] = cur.kmax
     m[f"{prefix}/solvable"] = len(result.solvable)
     m[f"{prefix}/problems"] = len(result.problem_ids)
+    if result.answers is not None:
+        m[f"{prefix}/boxed_share"] = result.answers.boxed_share
+        m[f"{prefix}/truncated_share"] = result.answers.truncated_share
     if result.curve_strict is not None:
         for k in powers_of_two(cur.kmax):
             m[f"{prefix}/strict/pass@{k}"] = result.curve_strict.at(k)
@@ -154,7 +158,7 @@ def log_probe(logger: Any, result: ProbeResult, step: int, run_dir: Path) -> Non
     logger.update_summary(metrics)
 
 
-def print_summary(result: ProbeResult, store_path: Path) -> None:
+def print_summary(result: ProbeResult, store_path: Path, max_new_tokens: int | None = None) -> None:
     cur = result.curve
     ks = powers_of_two(cur.kmax)
     print()
@@ -171,6 +175,8 @@ def print_summary(result: ProbeResult, store_path: Path) -> None:
             line += f"   valid-trace {result.curve_strict.pass_at_k[i]:.4f}"
         print(line)
     print(f"  solvable (c > 0): {len(result.solvable)} of {len(result.problem_ids)}")
+    for line in summary_lines(result.answers, max_new_tokens):
+        print(line)
     if result.new_samples:
         rate = result.new_samples / max(result.seconds, 1e-9)
         verb = "scored" if result.model_name.startswith("samples:") else "sampled"

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from boundlab.probe.answer_stats import summary_lines
 from boundlab.probe.estimator import bootstrap_diff_ci, powers_of_two
 from boundlab.probe.runner import ProbeResult, probe_model
 from boundlab.probe.rng import isolated_rng
@@ -148,6 +149,13 @@ class BoundaryTracker:
             "probe_key": res.key, "probe_seconds": round(seconds, 2),
             "curve": [round(float(x), 6) for x in cur.pass_at_k],
         }
+        if res.answers is not None:
+            # Answer format per probe: a "shrinkage" that is really a change of format (or a
+            # length limit) shows here. Printed too, so no probe's truncation goes unseen.
+            row["boxed_share"] = res.answers.boxed_share
+            row["truncated_share"] = res.answers.truncated_share
+            for line in summary_lines(res.answers, self.gen.max_new_tokens):
+                print(f"[boundlab] probe {kind} step {step}: {line.strip()}", flush=True)
         if res.curve_strict is not None:
             row["strict_pass@1"] = res.curve_strict.at(1)
             row["strict_pass@n"] = res.curve_strict.at(cur.kmax)
@@ -172,6 +180,9 @@ class BoundaryTracker:
                 m[f"{PROBE}/strict/pass@{k}"] = row["strict_curve"][k - 1]
         m[f"{PROBE}/pass@n"] = curve[-1]
         m[f"{PROBE}/solvable"] = row["solvable"]
+        for share in ("boxed_share", "truncated_share"):
+            if row.get(share) is not None:
+                m[f"{PROBE}/{share}"] = row[share]
         if row["kind"] == "checkpoint":
             m[f"{PROBE}/lost"] = row["lost"]
             m[f"{PROBE}/gained"] = row["gained"]
@@ -204,7 +215,7 @@ class BoundaryTracker:
                 "pass@n_ci_low", "pass@n_ci_high", "delta_pass@1", "delta_pass@1_ci_low",
                 "delta_pass@1_ci_high", "delta_pass@n", "delta_pass@n_ci_low", "delta_pass@n_ci_high",
                 "lost", "gained", "solvable", "crossing_k", "strict_pass@1", "strict_pass@n",
-                "probe_seconds"]
+                "boxed_share", "truncated_share", "probe_seconds"]
         buf = io.StringIO(newline="")
         w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
         w.writeheader()

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from boundlab.probe.answer_stats import AnswerStats, answer_stats
 from boundlab.probe.curves import Curve, compute_curve
 from boundlab.probe.store import SampleRow, Store, probe_key
 from boundlab.probe.verdicts import before_sampling, probe_settings, with_timeout_note
@@ -43,6 +44,8 @@ class ProbeResult:
     new_samples: int = 0
     seconds: float = 0.0
     notes: tuple[str, ...] = ()
+    # Box share and truncated share of these samples (math verifier only; see answer_stats).
+    answers: AnswerStats | None = None
 
     @property
     def kmax(self) -> int:
@@ -90,8 +93,13 @@ def _plan(task: Task, prompts: dict[str, str], done: dict[str, int], next_idx: d
 def _verify_and_store(verifier: Verifier, store: Store, key: str,
                       chunk: list[tuple[Problem, int, int]],
                       completions: list[list[Completion]]) -> int:
-    verdicts = verifier.score_many([(p, [c.text for c in comps])
-                                    for (p, _, _), comps in zip(chunk, completions)])
+    items = [(p, [c.text for c in comps]) for (p, _, _), comps in zip(chunk, completions)]
+    cut = [[c.finish == "length" for c in comps] for comps in completions]
+    if getattr(verifier, "reads_cut_off", False) and any(map(any, cut)):
+        # A completion stopped at max_new_tokens has no final answer unless it stated one.
+        verdicts = verifier.score_many(items, cut_off=cut)
+    else:
+        verdicts = verifier.score_many(items)
     rows = []
     for (p, start, _), comps, vs in zip(chunk, completions, verdicts):
         for j, (comp, v) in enumerate(zip(comps, vs)):
@@ -166,7 +174,7 @@ def result_from_store(store: Store, key: str, task: Task, n: int | None = None,
     curve_strict = (compute_curve(n_arr, c_strict, bootstrap_iters=bootstrap_iters, ci=ci)
                     if c_strict is not None else None)
     return ProbeResult(key, model_name, task.name, ids, n_arr, c_arr, c_strict, curve, curve_strict,
-                       new_samples, seconds, tuple(notes))
+                       new_samples, seconds, tuple(notes), answer_stats(store, key, ids, n))
 
 
 def probe_model(task: Task, sampler: Sampler, verifier: Verifier, store: Store, model_fp: str,

@@ -56,7 +56,15 @@ def _rescore(verifier: Any, task: Task, rows: Sequence[SampleRow]) -> list[Sampl
         for r in chunk:
             per[r.problem_id].append(r)
         items = [(task.by_id(pid), [r.text for r in rs]) for pid, rs in per.items()]
-        for (pid, rs), verdicts in zip(per.items(), verifier.score_many(items)):
+        if getattr(verifier, "reads_cut_off", False):
+            # A completion stored as stopped at max_new_tokens stays cut off when judged again
+            # (otherwise a fallback could score its unfinished text).
+            cut = [[bool(r.info and r.info.get("finish") == "length") for r in rs]
+                   for rs in per.values()]
+            judged = verifier.score_many(items, cut_off=cut)
+        else:
+            judged = verifier.score_many(items)
+        for (pid, rs), verdicts in zip(per.items(), judged):
             for r, v in zip(rs, verdicts):
                 if v.outcome == "sandbox_error":
                     continue

@@ -235,6 +235,30 @@ def _passk_section(ctx: Context) -> None:
                                    "p_cross", "crossing"], rows), md_columns=["model", "crossing"])
     else:
         d.add("No models to compare.")
+    _answer_rules(ctx)
+
+
+def _answer_rules(ctx: Context) -> None:
+    """pass@k with boxed answers only and with the lenient rule, every probe rescored."""
+    from boundlab.report.answer_rules import answer_rule_rows
+
+    if getattr(ctx.task, "verifier", None) != "math":
+        return
+    d = ctx.doc
+    d.add("### Answer format: boxed vs lenient",
+          "Every stored completion judged again under both answer rules (no resampling): `boxed` "
+          "counts boxed answers only (the usual RL reward), `lenient` also reads a final answer "
+          "stated without a box. A gap between the base and a model that appears only under "
+          "`boxed` is a change of answer format, not of reasoning boundary.")
+    probes = [(p.entry.label, p.entry.key) for p in [ctx.base, *ctx.models]]
+    rows = answer_rule_rows(ctx.store, probes, ctx.task, ctx.ids, ctx.cfg.n)
+    for r in rows:
+        _log(f"answer rule {r[1]:>7}: {r[0]} pass@1 {r[3]:.4f} pass@{r[2]} {r[4]:.4f} "
+             f"(box share {r[5]:.1%}, truncated {r[6]:.1%})")
+    d.table(Table("answer_rules", ["model", "rule", "n", "pass@1", "pass@n", "box share",
+                                   "truncated share"], rows),
+            caption="pass@1 and pass@n under each answer rule, with the share of completions that "
+                    "hold a box and the share cut off with no final answer.")
 
 
 def _dse_section(ctx: Context) -> None:

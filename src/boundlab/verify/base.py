@@ -22,7 +22,9 @@ class Verdict:
     correct: bool
     # The answer pulled out of the completion (math/toy), or the program (code); None when absent.
     extracted: str | None = None
-    # Why: math/exact/toy use correct, wrong, no_answer, too_long, timeout, error.
+    # Why: math/exact/toy use correct, wrong, no_answer, too_long, timeout, error; math also
+    # hedge (several different answers to a one-answer problem) and truncated (cut off at
+    # max_new_tokens with no final answer).
     # Code uses passed, failed, timeout, memory, runtime_error, sandbox_error.
     outcome: str = "wrong"
     # Correct *and* reached by a valid chain of thought. Only tasks whose traces can be checked

@@ -1,7 +1,12 @@
 """The math verifier: extract the final answer, check it against the gold answer with math-verify.
 
-- Extraction (see `extract.py`): last balanced `\\boxed{}`, then "the answer is X", then the last
-  number.
+- Extraction (see `extract.py`): every box of the final statement; without a box (and only with
+  `extraction=lenient`) math-verify's own extraction over the end of the completion. A completion
+  cut off at max_new_tokens with neither a box nor an "answer is" statement is `truncated`.
+- Several answers: against a gold with several answers (`split_gold`) they are joined into one list
+  and compared as a set; against a one-answer gold each is checked, and they are correct only if all
+  are: one right and one wrong is a `hedge` (no credit), which is where pass@k at large k would
+  otherwise reward guessing.
 - Each distinct extracted answer is verified once per problem and its verdict reused for every
   duplicate (at n=256 most samples repeat a handful of answers). Verdicts are also cached across
   calls, keyed by (gold, answer).
@@ -43,7 +48,7 @@ from typing import Any, Callable, Sequence
 
 from boundlab.tasks.base import Problem
 from boundlab.verify.base import Verdict, Verifier
-from boundlab.verify.extract import MAX_ANSWER_CHARS, extract_math_answer
+from boundlab.verify.extract import MAX_ANSWER_CHARS, MODES, Extraction, _patterns, extract
 from boundlab.verify.pool import CRASH, TIMEOUT, DeadlinePool
 
 # Per-call budgets inside the worker (math-verify takes whole seconds).
@@ -59,9 +64,10 @@ EXPIRED = "__expired__"
 
 
 def wrap_latex(s: str) -> str:
-    """The form both sides are handed to `math_verify.parse` in."""
+    """The form both sides are handed to `math_verify.parse` in. A gold that holds a box is
+    handed over as it is, so math-verify reads the box the way it always does."""
     s = s.strip()
-    return s if s.startswith("$") else f"${s}$"
+    return s if s.startswith("$") or "\\boxed" in s else f"${s}$"
 
 
 def plain_math_verify(gold: str, answer: str) -> bool:
@@ -71,6 +77,44 @@ def plain_math_verify(gold: str, answer: str) -> bool:
     return bool(verify(parse(wrap_latex(gold), parsing_timeout=_PARSE_TIMEOUT_S),
                        parse(wrap_latex(answer), parsing_timeout=_PARSE_TIMEOUT_S),
                        timeout_seconds=_VERIFY_TIMEOUT_S))
+
+
+def split_gold(gold: str) -> list[str]:
+    """The answers of a gold with several (`1, 2`, `\\{1, 2\\}`, OlympiadBench's multi-answer
+    `final_answer`): split at top-level commas. A comma inside brackets (a point, an interval) does
+    not split, nor does a thousands separator (a digit, then exactly three digits)."""
+    g = gold.strip().strip("$").strip()
+    if g.startswith("\\{") and g.endswith("\\}"):
+        g = g[2:-2]
+    elif g.startswith("{") and g.endswith("}"):
+        g = g[1:-1]
+    parts, depth, start = [], 0, 0
+    i = 0
+    while i < len(g):
+        ch = g[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            thousands = (i > 0 and g[i - 1].isdigit() and _THOUSANDS.match(g, i + 1) is not None)
+            if not thousands:
+                parts.append(g[start:i].strip())
+                start = i + 1
+        i += 1
+    parts.append(g[start:].strip())
+    parts = [p for p in parts if p]
+    return parts if len(parts) > 1 else [gold.strip()]
+
+
+_THOUSANDS = re.compile(r"\d{3}(?!\d)")
+
+
+def answer_units(gold: str, answers: Sequence[str]) -> list[str]:
+    """What is checked against the gold, one math-verify call per unit (see `MathVerifier`)."""
+    if len(answers) > 1 and len(split_gold(gold)) > 1:
+        return [", ".join(answers)]
+    return list(answers)
 
 
 _GOLD_CACHE: dict[str, Any] = {}
@@ -171,8 +215,12 @@ def _worker_check(arg: tuple) -> tuple:
 
 class MathVerifier(Verifier):
     name = "math"
-    # 2: math-verify's silent expiries are detected and retried or judged `timeout` (were `wrong`).
+    # Bumped whenever a verdict can change for the same (gold, completion). 2: math-verify's silent
+    # expiries are detected and retried or judged `timeout` (were `wrong`); every box of the final
+    # statement, hedges, math-verify's own extraction when unboxed, `truncated`.
     version = 2
+    # score_many takes `cut_off` flags (completions stopped at max_new_tokens).
+    reads_cut_off = True
     # Cannot change a verdict: the worker count, the cache size, and the code verifier's keys of
     # the shared `verify` config (dropped by __init__'s **_). Everything else is in the probe key.
     verdict_neutral = frozenset({"workers", "cache_size", "timeout_s", "memory_mb",
@@ -182,7 +230,14 @@ class MathVerifier(Verifier):
     timeouts_are_final = False
 
     def __init__(self, workers: int = 2, deadline_s: float = 2.0,
-                 max_answer_chars: int = MAX_ANSWER_CHARS, cache_size: int = 200_000, **_: Any):
+                 max_answer_chars: int = MAX_ANSWER_CHARS, cache_size: int = 200_000,
+                 extraction: str = "lenient", **_: Any):
+        if extraction not in MODES:
+            raise ValueError(f"verify.extraction must be one of {', '.join(MODES)}, "
+                             f"got {extraction!r}")
+        self.extraction = extraction
+        if extraction == "lenient":
+            _patterns()  # compile math-verify's regexes once, up front, not inside a timed batch
         self.max_answer_chars = int(max_answer_chars)
         self.pool = DeadlinePool(_worker_check, workers=workers, deadline_s=deadline_s,
                                  init=_worker_init)
@@ -194,44 +249,45 @@ class MathVerifier(Verifier):
     def score(self, problem: Problem, completions: Sequence[str]) -> list[Verdict]:
         return self.score_many([(problem, completions)])[0]
 
-    def score_many(self, items: Sequence[tuple[Problem, Sequence[str]]]) -> list[list[Verdict]]:
-        extracted = [[extract_math_answer(c) for c in comps] for _, comps in items]
+    def score_many(self, items: Sequence[tuple[Problem, Sequence[str]]],
+                   cut_off: Sequence[Sequence[bool]] | None = None) -> list[list[Verdict]]:
+        """`cut_off[i][j]`: completion j of item i stopped at max_new_tokens (None: none did)."""
+        extracted = [[extract(c, self.extraction, bool(cut_off and cut_off[i][j]))
+                      for j, c in enumerate(comps)] for i, (_, comps) in enumerate(items)]
+        # Each completion's answers become the units that are checked against the gold: one unit
+        # per distinct answer against a one-answer gold (several are a hedge unless all are right),
+        # or all answers joined into one list against a gold with several answers.
+        units_of = [[answer_units(problem.answer, ex.answers) for ex in row]
+                    for (problem, _), row in zip(items, extracted)]
         # Distinct (gold, answer) pairs that still need a math-verify call.
         todo: list[tuple[str, str]] = []
         decided: dict[tuple[str, str], tuple[bool, str]] = {}
-        for (problem, _), answers in zip(items, extracted):
+        for (problem, _), row in zip(items, units_of):
             gold = problem.answer
-            for a in answers:
-                if a is None or len(a) > self.max_answer_chars:
-                    continue
-                key = (gold, a)
-                if key in decided:
-                    continue
-                hit = self._cache.get(key)
-                fast = fast_verdict(gold, a) if hit is None else None
-                if hit is not None:
-                    decided[key] = hit
-                elif fast is not None:
-                    decided[key] = (fast, "correct" if fast else "wrong")
-                else:
-                    decided[key] = (False, "pending")
-                    todo.append(key)
+            for units in row:
+                for a in units:
+                    if len(a) > self.max_answer_chars:
+                        continue
+                    key = (gold, a)
+                    if key in decided:
+                        continue
+                    hit = self._cache.get(key)
+                    fast = fast_verdict(gold, a) if hit is None else None
+                    if hit is not None:
+                        decided[key] = hit
+                    elif fast is not None:
+                        decided[key] = (fast, "correct" if fast else "wrong")
+                    else:
+                        decided[key] = (False, "pending")
+                        todo.append(key)
         for key, (verdict, final) in zip(todo, self._check_all(todo)):
             decided[key] = verdict
             if final:
                 self._put(key, verdict)
         out: list[list[Verdict]] = []
-        for (problem, _), answers in zip(items, extracted):
-            row = []
-            for a in answers:
-                if a is None:
-                    row.append(Verdict(False, None, "no_answer"))
-                elif len(a) > self.max_answer_chars:
-                    row.append(Verdict(False, a[:200] + "...", "too_long"))
-                else:
-                    ok, outcome = decided[(problem.answer, a)]
-                    row.append(Verdict(ok, a, outcome))
-            out.append(row)
+        for (problem, _), row, units_row in zip(items, extracted, units_of):
+            out.append([self._verdict(problem.answer, ex, units, decided)
+                        for ex, units in zip(row, units_row)])
         return out
 
     def _check_all(self, todo: list[tuple[str, str]]) -> list[tuple[tuple[bool, str], bool]]:
@@ -263,6 +319,26 @@ class MathVerifier(Verifier):
             for i, res in zip(retry, again):
                 out[i] = _interpret(res)
         return out  # type: ignore[return-value]
+
+    def _verdict(self, gold: str, ex: Extraction, units: list[str],
+                 decided: dict[tuple[str, str], tuple[bool, str]]) -> Verdict:
+        info: dict[str, Any] = {"answer_from": ex.source}
+        if ex.has_box:
+            info["boxed"] = True
+        if not units:
+            return Verdict(False, None, "truncated" if ex.source == "truncated" else "no_answer",
+                           info=info)
+        shown = ", ".join(units)
+        if any(len(a) > self.max_answer_chars for a in units):
+            return Verdict(False, shown[:200] + "...", "too_long", info=info)
+        res = [decided[(gold, a)] for a in units]
+        if all(ok for ok, _ in res):
+            return Verdict(True, shown, "correct", info=info)
+        if any(ok for ok, _ in res):
+            # Several different answers, one of them right: a hedge earns no credit.
+            return Verdict(False, shown, "hedge", info=info)
+        special = next((o for _, o in res if o != "wrong"), "wrong")
+        return Verdict(False, shown, special, info=info)
 
     def _put(self, key: tuple[str, str], verdict: tuple[bool, str]) -> None:
         self._cache[key] = verdict

@@ -1,0 +1,42 @@
+"""Probe settings that fit the model: the toy world's `probe=toy` is never applied to a real model.
+
+`conf/probe.yaml` and `conf/train.yaml` default to `probe: toy` (max_new_tokens 32, enough for the
+toy task's short traces). A real model cut off at 32 tokens writes no final answer, and every
+"correct" verdict would come from digits in cut-off text. Hydra cannot let a model config choose a
+sibling group's default, so the entry point does it: when the probe group is the *default* `toy` and
+the model is not a toy-world model, the config is composed again with `probe=real` (the user's own
+overrides, `probe.n=8` say, still apply on top) and a one-line note says so. Naming `probe=toy`
+explicitly keeps it: that is a choice, not a silent default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TOY_MODELS = frozenset({"toy", "toy_teacher"})
+TOY_PROBE = "toy"
+REAL_PROBE = "real"
+
+
+def _group(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~").split("@", 1)[0]
+
+
+def fit_probe_settings(cfg: Any, config_name: str) -> Any:
+    """`cfg`, or `cfg` recomposed with `probe=real` when a real model would get the toy settings."""
+    from hydra.core.hydra_config import HydraConfig
+
+    hc = HydraConfig.get()
+    choices = hc.runtime.choices
+    if choices.get("probe") != TOY_PROBE or choices.get("model") in TOY_MODELS:
+        return cfg
+    overrides = list(hc.overrides.task)
+    if any(_group(o) == "probe" for o in overrides):
+        return cfg
+    from hydra import compose
+
+    fitted = compose(config_name=config_name, overrides=overrides + [f"probe={REAL_PROBE}"])
+    print(f"[boundlab] model={choices.get('model')} is not a toy-world model: probe settings from "
+          f"probe={REAL_PROBE} (max_new_tokens={fitted.probe.max_new_tokens}), not the toy world's "
+          f"probe=toy (name probe=... to choose)", flush=True)
+    return fitted
