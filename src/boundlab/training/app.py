@@ -152,7 +152,8 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         extra = {}
         if getattr(builder, "needs_context", False):
             extra["context"] = BuildContext(train_task, verifier, store, run_dir)
-        trainer = builder(cfg, model, tok, dataset, [make_reward_fn(train_task, verifier)],
+        reward = make_reward_fn(train_task, verifier, cfg.algo.max_completion_length, tok.eos_token_id)
+        trainer = builder(cfg, model, tok, dataset, [reward],
                           [ProbeCallback(tracker, cfg.train.probe_mode, cfg.train.save_total_limit)], str(ckpt_dir), report_to,
                           peft_config, **extra)
         if resume_from is not None:
