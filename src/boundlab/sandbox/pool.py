@@ -2,9 +2,9 @@
 
 Each worker is one bubblewrap sandbox (its own user, pid, mount, network, ipc, uts and cgroup
 namespaces; read-only OS; no home, run dir or checkpoints in view; an empty environment) running
-`_worker.py`, which forks one process per program (see its docstring). A slot thread per worker
-feeds it jobs from a shared queue, so the probe submits thousands of programs and collects
-futures.
+the `_worker` package, which forks one process per program (see its docstring; how a worker is
+started is in `launch`, how it is spoken to in `worker_process`). A slot thread per worker feeds
+it jobs from a shared queue, so the probe submits thousands of programs and collects futures.
 
 Verdicts. Function tasks: the worker's judge runs the tests and returns the outcome. Stdin/stdout
 tasks: the worker returns what the program printed, and the comparison with the expected output
@@ -20,359 +20,29 @@ as `sandbox_error`, never as a failure of the model.
 from __future__ import annotations
 
 import atexit
-import json
 import logging
 import os
 import queue
-import select
-import shutil
-import struct
-import subprocess
-import sys
-import tempfile
 import threading
-import time
 import warnings
 import weakref
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import asdict
 from typing import Any, Sequence
 
-from boundlab.sandbox.cgroups import WorkerCgroup
 from boundlab.sandbox.compare import outputs_match
-from boundlab.sandbox.seccomp import deny_list_bpf
+from boundlab.sandbox.jobs import (
+    OUTCOMES,
+    FunctionJob,
+    RunResult,
+    SandboxConfig,
+    SandboxUnavailable,
+    StdioJob,
+)
+from boundlab.sandbox.launch import _Plan, isolation_problem
+from boundlab.sandbox.worker_process import _StartError, _Worker, _WorkerLost
 
 log = logging.getLogger(__name__)
-
-OUTCOMES = ("passed", "failed", "timeout", "memory", "runtime_error", "sandbox_error")
-
-_HDR = struct.Struct(">I")
-_HERE = Path(__file__).resolve().parent
-# Inside the sandbox the judge and the programs see this uid (inside their user namespaces).
-INNER_UID = 1000
-SANDBOX_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp",
-               "LANG": "C.UTF-8", "USER": "sandbox"}
-
-
-class SandboxUnavailable(RuntimeError):
-    """No isolation we trust is available, and weak isolation was not asked for."""
-
-
-class _StartError(RuntimeError):
-    pass
-
-
-class _WorkerLost(RuntimeError):
-    def __init__(self, kind: str, detail: str = ""):
-        super().__init__(f"worker {kind}: {detail}")
-        self.kind = kind  # "died" or "hung"
-
-
-@dataclass
-class SandboxConfig:
-    # Wall-clock seconds per program run (a function task's whole test run; one stdio case).
-    timeout_s: float = 3.0
-    # Address-space limit per program (RLIMIT_AS), MiB.
-    memory_mb: int = 1024
-    # Worker processes (sandboxes); None: one per CPU core.
-    workers: int | None = None
-    # Run without bubblewrap when it is missing (namespaces only if the kernel allows them
-    # unprivileged, the file system stays visible). Off by default; warns loudly when used.
-    allow_weak_isolation: bool = False
-    # Extra attempts for a program whose run hit a sandbox error or lost its worker.
-    retries: int = 2
-    # Largest stdout a stdin/stdout program may print (bytes); beyond it the run fails.
-    output_limit_bytes: int = 8 << 20
-    # Private tmpfs working dir per program: size (MiB) and inode count.
-    tmpfs_mb: int = 64
-    tmpfs_inodes: int = 4096
-    # Largest file a program may write (RLIMIT_FSIZE), MiB.
-    fsize_mb: int = 16
-    # Processes + threads per program (RLIMIT_NPROC, counted in the program's own user namespace).
-    nproc: int = 32
-    # Open files per program (RLIMIT_NOFILE).
-    nofile: int = 256
-    # Host uid/gid the sandboxes run as when the probe runs as root (must not be 0).
-    uid: int = 61234
-    gid: int = 61234
-    # Paths; None: found on PATH / this interpreter.
-    bwrap: str | None = None
-    python: str | None = None
-    # Let programs import the interpreter's site-packages (read-only). Off: standard library only.
-    site_packages: bool = False
-    # Install the seccomp deny-list in each program (x86_64).
-    seccomp: bool = True
-    # Seconds a worker may take to start and pass its self-test.
-    startup_timeout_s: float = 60.0
-
-
-@dataclass
-class RunResult:
-    outcome: str
-    info: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def passed(self) -> bool:
-        return self.outcome == "passed"
-
-
-@dataclass
-class FunctionJob:
-    """Run `program`, then the test code (with `check(<entry_point>)` when it defines check)."""
-
-    program: str
-    test: str
-    entry_point: str | None = None
-    timeout_s: float | None = None
-
-
-@dataclass
-class StdioJob:
-    """Run `program` once per case with the case's input on stdin; compare stdout here."""
-
-    program: str
-    cases: Sequence[tuple[str, str]]
-    timeout_s: float | None = None
-    float_tol: float | None = None
-
-
-# ------------------------------------------------------------------------------------------------
-# Where isolation comes from
-
-
-def find_bwrap(cfg: SandboxConfig | None = None) -> str | None:
-    cfg = cfg or SandboxConfig()
-    if cfg.bwrap:
-        return cfg.bwrap if os.access(cfg.bwrap, os.X_OK) else None
-    return shutil.which("bwrap")
-
-
-_PROBE_CACHE: dict[tuple, str | None] = {}
-
-
-def isolation_problem(cfg: SandboxConfig | None = None) -> str | None:
-    """Why strict (bubblewrap) isolation cannot run here, or None when it can."""
-    cfg = cfg or SandboxConfig()
-    bwrap = find_bwrap(cfg)
-    if bwrap is None:
-        return ("bubblewrap (bwrap) is not installed: `apt-get install -y bubblewrap` "
-                "(see .ci/system-deps.sh)")
-    key = (bwrap, os.geteuid(), cfg.uid)
-    if key not in _PROBE_CACHE:
-        plan = _Plan(cfg, strict=True)
-        argv = plan.bwrap_args(["/bin/true"], minimal=True)
-        try:
-            r = subprocess.run(plan.launch_cmd(argv), env=plan.launch_env, capture_output=True,
-                               timeout=30)
-            _PROBE_CACHE[key] = None if r.returncode == 0 else (
-                f"bubblewrap cannot start a sandbox here (exit {r.returncode}): "
-                f"{r.stderr.decode(errors='replace').strip()[:500]}")
-        except (OSError, subprocess.TimeoutExpired) as e:
-            _PROBE_CACHE[key] = f"bubblewrap cannot start a sandbox here: {e}"
-    return _PROBE_CACHE[key]
-
-
-class _Plan:
-    """How to start one worker: the command line, environment and judge config."""
-
-    def __init__(self, cfg: SandboxConfig, strict: bool):
-        self.cfg = cfg
-        self.strict = strict
-        self.bwrap = find_bwrap(cfg) if strict else None
-        self.as_root = os.geteuid() == 0
-        if self.as_root and strict and cfg.uid == 0:
-            raise ValueError("sandbox uid must not be 0")
-        self.python, self.prefix = _interpreter(cfg.python)
-        self.launch_env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
-        self.worker_source = (_HERE / "_worker.py").read_text(encoding="utf-8")
-        bpf = deny_list_bpf() if cfg.seccomp else None
-        self.judge_cfg = {
-            "strict": strict,
-            "env": dict(SANDBOX_ENV),
-            "output_limit": cfg.output_limit_bytes,
-            "seccomp_bpf": bpf.hex() if bpf else None,
-            "limits": {"memory_mb": cfg.memory_mb, "fsize_mb": cfg.fsize_mb, "nofile": cfg.nofile,
-                       "nproc": cfg.nproc, "tmpfs_mb": cfg.tmpfs_mb,
-                       "tmpfs_inodes": cfg.tmpfs_inodes},
-        }
-
-    def _python_argv(self) -> list[str]:
-        flags = ["-I"] if self.cfg.site_packages else ["-I", "-S"]
-        return [self.python, *flags, "-c", self.worker_source, json.dumps(self.judge_cfg)]
-
-    def bwrap_args(self, command: list[str], minimal: bool = False) -> list[str]:
-        a = ["--unshare-all", "--die-with-parent", "--new-session",
-             "--uid", str(INNER_UID), "--gid", str(INNER_UID), "--hostname", "sandbox",
-             "--ro-bind", "/usr", "/usr"]
-        for d in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
-            if os.path.islink(d):
-                a += ["--symlink", os.readlink(d), d]
-            elif os.path.isdir(d):
-                a += ["--ro-bind", d, d]
-        for f in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
-                  "/etc/alternatives"):
-            a += ["--ro-bind-try", f, f]
-        if not minimal and not _under(self.prefix, "/usr"):
-            src = "/tmp/b0" if self.as_root else self.prefix
-            a += ["--ro-bind", src, self.prefix]
-        a += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
-        a += ["--size", str(16 << 20), "--tmpfs", "/tmp", "--remount-ro", "/", "--clearenv"]
-        for k, v in SANDBOX_ENV.items():
-            a += ["--setenv", k, v]
-        a += ["--chdir", "/tmp", "--"] + command
-        return a
-
-    def launch_cmd(self, bwrap_argv: list[str], cgroup_procs: Sequence[str] = ()) -> list[str]:
-        """Root: through the launcher (cgroups, private mount ns, staged interpreter, setuid)."""
-        if not self.as_root:
-            return [self.bwrap, *bwrap_argv]
-        binds = [] if _under(self.prefix, "/usr") else [self.prefix]
-        spec = {"stage": "/tmp", "binds": binds, "uid": self.cfg.uid, "gid": self.cfg.gid,
-                "bwrap": os.path.realpath(self.bwrap), "argv": bwrap_argv,
-                "env": self.launch_env, "cgroup_procs": list(cgroup_procs),
-                "oom_score_adj": -900}
-        src = (_HERE / "_launcher.py").read_text(encoding="utf-8")
-        return [sys.executable, "-I", "-S", "-c", src, json.dumps(spec)]
-
-    def worker_cmd(self, cgroup: WorkerCgroup | None = None) -> list[str]:
-        if not self.strict:
-            return self._python_argv()
-        procs = cgroup.procs_files if cgroup else ()
-        return self.launch_cmd(self.bwrap_args(self._python_argv()), procs)
-
-    def make_cgroup(self) -> WorkerCgroup | None:
-        """Memory and pids cgroups around one worker (root with bwrap only; else None)."""
-        if not (self.strict and self.as_root):
-            return None
-        cfg = self.cfg
-        # one program (its processes and its tmpfs) plus the judge, the forker and bwrap
-        memory = (cfg.memory_mb + cfg.tmpfs_mb + 256) << 20
-        return WorkerCgroup.create(memory_bytes=memory, pids_max=cfg.nproc + 16)
-
-
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
-def _interpreter(python: str | None) -> tuple[str, str]:
-    """(interpreter path, the prefix holding its standard library)."""
-    if python is None:
-        return os.path.realpath(sys.executable), os.path.realpath(sys.base_prefix)
-    out = subprocess.run([python, "-I", "-S", "-c",
-                          "import os,sys;print(os.path.realpath(sys.executable));"
-                          "print(os.path.realpath(sys.base_prefix))"],
-                         capture_output=True, text=True, check=True).stdout.split("\n")
-    return out[0], out[1]
-
-
-# ------------------------------------------------------------------------------------------------
-# One worker process
-
-
-class _Worker:
-    def __init__(self, plan: _Plan):
-        self.plan = plan
-        self.stderr = tempfile.TemporaryFile()
-        self.cgroup = plan.make_cgroup()
-        try:
-            self.proc = subprocess.Popen(plan.worker_cmd(self.cgroup), stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=self.stderr,
-                                         env=plan.launch_env if plan.strict else dict(SANDBOX_ENV),
-                                         bufsize=0, start_new_session=True, close_fds=True)
-        except OSError as e:
-            self._remove_cgroup()
-            raise _StartError(f"cannot start the sandbox worker: {e}") from None
-        self.hello: dict[str, Any] = {}
-        try:
-            hello = self._read(plan.cfg.startup_timeout_s)
-        except _WorkerLost as e:
-            self.kill()
-            raise _StartError(f"sandbox worker did not start ({e}); stderr: {self._stderr()}")
-        if not hello.get("ok"):
-            self.kill()
-            raise _StartError(f"sandbox worker failed its self-test: {hello.get('selftest')}; "
-                              f"stderr: {self._stderr()}")
-        self.hello = hello
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def _stderr(self) -> str:
-        try:
-            self.stderr.seek(0)
-            return self.stderr.read()[-2000:].decode(errors="replace").strip()
-        except (OSError, ValueError):
-            return ""
-
-    def _read(self, timeout: float) -> dict[str, Any]:
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + timeout
-        buf = bytearray()
-        need = 4
-        while len(buf) < need:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise _WorkerLost("hung", f"no answer within {timeout:.1f}s")
-            r, _, _ = select.select([fd], [], [], left)
-            if not r:
-                continue
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                raise _WorkerLost("died", f"exit status {self.proc.poll()}")
-            buf += chunk
-            if need == 4 and len(buf) >= 4:
-                need = 4 + _HDR.unpack(buf[:4])[0]
-        return json.loads(bytes(buf[4:need]))
-
-    def request(self, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
-        data = json.dumps(msg).encode()
-        try:
-            self.proc.stdin.write(_HDR.pack(len(data)) + data)
-        except (BrokenPipeError, OSError) as e:
-            raise _WorkerLost("died", str(e)) from None
-        return self._read(timeout)
-
-    def kill(self) -> None:
-        try:
-            self.proc.kill()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            log.error("sandbox worker %s did not die", self.proc.pid)
-        self._close_files()
-        self._remove_cgroup()
-
-    def _remove_cgroup(self) -> None:
-        if self.cgroup is not None:
-            self.cgroup.remove()
-            self.cgroup = None
-
-    def close(self) -> None:
-        try:
-            self.request({"op": "exit"}, 0.01)
-        except _WorkerLost:
-            pass
-        try:
-            self.proc.stdin.close()
-            self.proc.wait(timeout=3)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-        self.kill()
-
-    def _close_files(self) -> None:
-        for f in (self.proc.stdin, self.proc.stdout, self.stderr):
-            try:
-                f.close()
-            except (OSError, AttributeError):
-                pass
-
-
-# ------------------------------------------------------------------------------------------------
-# The pool
 
 
 class SandboxPool:
