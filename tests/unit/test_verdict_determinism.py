@@ -238,9 +238,11 @@ def test_the_retry_budget_is_cpu_time_and_interrupts_like_math_verifys_alarm():
 
     before = signal.getsignal(signal.SIGPROF)
     out, expired, cpu = _timed(spin, 60, 0.3)
-    # ITIMER_PROF and process_time() sample CPU time at different granularities (kernel ticks):
-    # 0.291 s was seen for a 0.3 s timer, so allow one tick's worth below the budget.
-    assert (out, expired) == ([], True) and 0.27 <= cpu < 1.0
+    # ITIMER_PROF runs on the kernel's tick-sampled CPU accounting, process_time() on the precise
+    # clock: under heavy load the timer fired at 0.291 s and at 0.216 s of precise CPU time for a
+    # 0.3 s budget (load average 8). The point here is the upper bound: interrupted near its budget
+    # of CPU time, not after 60 s of wall clock; the lower bound only rules out an instant expiry.
+    assert (out, expired) == ([], True) and 0.15 <= cpu < 1.0
     assert signal.getsignal(signal.SIGPROF) is before
     assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
     # A step that finishes within its budget is not expired, and a truthy answer never is.
