@@ -245,10 +245,11 @@ def checkpoint_row(base: Summary, ckpt: Summary, base_c: Sequence[int], ckpt_c: 
 
     n, lost and gained come from `boundlab.probe.compare.compare`, the comparison boundary tracking
     writes to probes.jsonl for the same checkpoint (`iters` sizes its bootstrap, unused here). The
-    changes are the difference of the two mean curves at k, not compare()'s mean of per-problem
-    differences: equal in exact arithmetic, but only the former is exactly the difference of the
-    pass@1 and pass@n this table shows (the latter can leave -1e-17 where the two are equal, which
-    report.md would print as -0.0000)."""
+    changes are the difference of the two mean curves at k, as the report always computed them,
+    not compare()'s mean of per-problem differences: the two agree in exact arithmetic and differ
+    in the last bits in floats. This one is exactly the difference of the pass@1 (pass@n) values
+    the same row shows: 0.0 where they are equal, where compare() can give -2.8e-17 (printed
+    -0.0000)."""
     cmp = compare(probe_result(base, ids, base_c), probe_result(ckpt, ids, ckpt_c), iters)
     k = cmp["n"]
     return {"n": k, "pass@1": ckpt.pass1, "pass@1_ci_low": ckpt.pass1_ci[0],

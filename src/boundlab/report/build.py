@@ -24,7 +24,7 @@ from boundlab.report import sections
 from boundlab.report.comparisons import Report, compute, log
 from boundlab.report.document import Doc, Table, anchor, plain
 
-# The numbered section headings of report.md, in order ("1. pass@k curves", ...).
+# The numbered section headings of report.md, in order ("1. pass@k curves", ...), as registered.
 SECTIONS = tuple(sections.headings())
 
 
@@ -47,7 +47,7 @@ def _header(r: Report, d: Doc) -> None:
     notes = r.inputs.notes + r.notes
     if notes:
         d.add("Notes:", *[f"- {x}" for x in notes])
-    d.add("Contents: " + " · ".join(f"[{s}](#{anchor(s)})" for s in SECTIONS))
+    d.add("Contents: " + " · ".join(f"[{s}](#{anchor(s)})" for s in sections.headings()))
 
 
 def _log_to_logger(r: Report, d: Doc, logger: Any) -> None:
@@ -63,7 +63,7 @@ def build(cfg: Any, out: Path, store: Store) -> tuple[Report, Doc]:
     r = compute(cfg, store)
     d = Doc(out)
     _header(r, d)
-    for heading, section in zip(SECTIONS, sections.SECTIONS):
+    for heading, section in zip(sections.headings(), sections.SECTIONS):
         t1 = time.time()
         d.add(f"## {heading}")
         section.render(r, d)
