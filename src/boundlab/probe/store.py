@@ -294,6 +294,22 @@ class Store:
                 for pid, idx, text, ext, c, st, out, nt, info
                 in self.db.execute(q, (key, outcome, n_max, n_max))]
 
+    # `samples()` reads every text; at n = 1024 on 500 problems that is gigabytes. A reader that
+    # draws a few samples (the report's perplexity section) lists them without their text, then
+    # reads only the texts it drew.
+    def sample_index(self, key: str) -> list[tuple[str, int, bool]]:
+        """(problem id, sample index, correct) of every stored sample of the probe, no texts."""
+        return [(pid, idx, bool(c)) for pid, idx, c in self.db.execute(
+            "SELECT problem_id, idx, correct FROM samples WHERE key=?", (key,))]
+
+    def sample_text(self, key: str, problem_id: str, idx: int) -> str:
+        """The text of one stored sample (KeyError when there is none)."""
+        row = self.db.execute("SELECT text FROM samples WHERE key=? AND problem_id=? AND idx=?",
+                              (key, problem_id, idx)).fetchone()
+        if row is None:
+            raise KeyError(f"no sample {problem_id}#{idx} in probe {key}")
+        return row[0]
+
     def replace_verdicts(self, key: str, rows: Sequence[SampleRow]) -> int:
         """Overwrite the verdicts (not the texts) of stored samples, atomically."""
         if not rows:

@@ -20,9 +20,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from boundlab.probe.boundary import crossing_k
-from boundlab.probe.curves import compute_curve
+from boundlab.probe.compare import compare, crossing_k
+from boundlab.probe.curves import Curve, compute_curve
 from boundlab.probe.estimator import bootstrap_diff_ci, powers_of_two
+from boundlab.probe.runner import ProbeResult
 
 # Problem.meta fields that tag problems for breakdowns, in the order they are tried.
 TAG_FIELDS = ("hard", "level", "subject", "difficulty", "type")
@@ -68,6 +69,10 @@ class Summary:
     ci_high: np.ndarray = field(repr=False)
     # problems x n matrix of per-problem pass@k (for paired comparisons).
     per_problem: np.ndarray = field(repr=False)
+    # The curve and the per-problem sample counts behind it: what `probe_result` hands to the
+    # checkpoint-vs-base comparison shared with boundary tracking (`boundlab.probe.compare`).
+    source: Curve | None = field(default=None, repr=False)
+    sample_n: np.ndarray | None = field(default=None, repr=False)
 
 
 def summarize(n: Sequence[int], c: Sequence[int], iters: int = 1000, ci: float = 0.95,
@@ -77,7 +82,17 @@ def summarize(n: Sequence[int], c: Sequence[int], iters: int = 1000, ci: float =
     return Summary(k, len(cur.per_problem), int(np.sum(np.asarray(c) > 0)),
                    cur.at(1), (float(cur.ci_low[0]), float(cur.ci_high[0])),
                    cur.at(k), (float(cur.ci_low[-1]), float(cur.ci_high[-1])),
-                   cur.pass_at_k, cur.ci_low, cur.ci_high, cur.per_problem)
+                   cur.pass_at_k, cur.ci_low, cur.ci_high, cur.per_problem,
+                   cur, np.asarray(n, dtype=np.int64))
+
+
+def probe_result(s: Summary, ids: Sequence[str], c: Sequence[int], key: str = "") -> ProbeResult:
+    """The summary as the probe result that `boundlab.probe.compare.compare` takes (its problem
+    ids, curve and solved problems; names and answer stats are not needed there)."""
+    if s.source is None or s.sample_n is None:
+        raise ValueError("this summary was not made by summarize(): it has no curve to compare")
+    return ProbeResult(key, "", "", list(ids), s.sample_n, np.asarray(c, dtype=np.int64), None,
+                       s.source, None)
 
 
 def passk_points(curve: np.ndarray) -> dict[int, float]:
@@ -224,16 +239,24 @@ def crossing_with_ci(base_pp: np.ndarray, model_pp: np.ndarray, iters: int = 100
 
 # -- checkpoints --------------------------------------------------------------------------------
 def checkpoint_row(base: Summary, ckpt: Summary, base_c: Sequence[int], ckpt_c: Sequence[int],
-                   ids: Sequence[str]) -> dict[str, Any]:
+                   ids: Sequence[str], iters: int = 1000) -> dict[str, Any]:
     """One row of the progression table: the checkpoint's pass@1 and pass@n, their change against
-    the base (at the same n), and the base-solvable problems lost and the new ones gained."""
-    cov = coverage(ids, base_c, ckpt_c)
-    k = min(base.n, ckpt.n)
+    the base (at the same n), and the base-solvable problems lost and the new ones gained.
+
+    n, lost and gained come from `boundlab.probe.compare.compare`, the comparison boundary tracking
+    writes to probes.jsonl for the same checkpoint (`iters` sizes its bootstrap, unused here). The
+    changes are the difference of the two mean curves at k, as the report always computed them,
+    not compare()'s mean of per-problem differences: the two agree in exact arithmetic and differ
+    in the last bits in floats. This one is exactly the difference of the pass@1 (pass@n) values
+    the same row shows: 0.0 where they are equal, where compare() can give -2.8e-17 (printed
+    -0.0000)."""
+    cmp = compare(probe_result(base, ids, base_c), probe_result(ckpt, ids, ckpt_c), iters)
+    k = cmp["n"]
     return {"n": k, "pass@1": ckpt.pass1, "pass@1_ci_low": ckpt.pass1_ci[0],
             "pass@1_ci_high": ckpt.pass1_ci[1], "pass@n": float(ckpt.curve[k - 1]),
             "delta_pass@1": ckpt.pass1 - base.pass1,
             "delta_pass@n": float(ckpt.curve[k - 1] - base.curve[k - 1]),
-            "solvable": ckpt.solvable, "lost": len(cov.base_only), "gained": len(cov.model_only)}
+            "solvable": ckpt.solvable, "lost": cmp["lost"], "gained": cmp["gained"]}
 
 
 # -- case studies -------------------------------------------------------------------------------

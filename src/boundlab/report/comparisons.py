@@ -1,0 +1,165 @@
+"""What every section of the report reads, computed once before any section runs.
+
+From the store (never sampling): the problems common to the base and every model, each probe's
+pass@k summary on them, and each model against the base (coverage, crossing k with its CI, dSE).
+For every training run, each probed checkpoint against the base: the row boundary tracking wrote
+for it, from the same function (`boundlab.probe.compare.compare`, via `analysis.checkpoint_row`).
+
+A probe's summary is computed once per probe key: a run's final checkpoint is both a model and the
+last point of its progression. Every bootstrap is seeded by itself, so the order in which these
+are computed does not change a number.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from boundlab.config import ConfigError
+from boundlab.probe.store import ProblemCounts, Store
+from boundlab.report import analysis as A
+from boundlab.report.inputs import Entry, Inputs, resolve_inputs, resolve_task
+
+
+def log(msg: str) -> None:
+    print(f"[boundlab] report: {msg}", flush=True)
+
+
+@dataclass
+class Probe:
+    """One probe's counts on the report's problems, and its pass@k summary."""
+    entry: Entry
+    n: np.ndarray
+    c: np.ndarray
+    summary: A.Summary
+
+
+@dataclass
+class VsBase:
+    """One model against the base."""
+    coverage: A.Coverage
+    crossing: A.Crossing
+    dse: A.DeltaSE
+
+
+@dataclass
+class RunProgress:
+    """A training run's probed checkpoints against the base, by step."""
+    label: str
+    algo: str
+    # (step, probe key, analysis.checkpoint_row(...)) of every checkpoint probed on all problems.
+    checkpoints: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    cfg: Any
+    store: Store
+    inputs: Inputs
+    ids: list[str]
+    task: Any
+    base: Probe
+    models: list[Probe]
+    # models[i] against the base.
+    vs_base: list[VsBase]
+    runs: list[RunProgress]
+    # Said in the progression section: runs from another base, checkpoints left out.
+    run_notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    # {meta field: {problem id: tag}} for the breakdown section.
+    tags: dict[str, dict[str, str]] = field(default_factory=dict)
+    # W&B run summary (sections may add to it).
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    def pairs(self) -> list[tuple[Probe, VsBase]]:
+        return list(zip(self.models, self.vs_base))
+
+
+def _counts(store: Store, key: str, n_max: int | None) -> dict[str, ProblemCounts]:
+    return {pc.problem_id: pc for pc in store.counts(key, n_max=n_max)}
+
+
+def _probe(cfg: Any, entry: Entry, counts: dict[str, ProblemCounts], ids: list[str]) -> Probe:
+    n = np.array([counts[p].n for p in ids], dtype=np.int64)
+    c = np.array([counts[p].c for p in ids], dtype=np.int64)
+    return Probe(entry, n, c, A.summarize(n, c, cfg.bootstrap_iters, cfg.ci, cfg.seed))
+
+
+def vs_base(cfg: Any, ids: list[str], base: Probe, p: Probe) -> VsBase:
+    b, m = base.summary.per_problem, p.summary.per_problem
+    return VsBase(A.coverage(ids, base.c, p.c),
+                  A.crossing_with_ci(b, m, cfg.bootstrap_iters, cfg.ci, cfg.seed),
+                  A.delta_se(b, m, cfg.dse_k, cfg.bootstrap_iters, cfg.ci, cfg.seed))
+
+
+def progression(cfg: Any, store: Store, inputs: Inputs, ids: list[str], base: Probe,
+                known: dict[str, Probe]) -> tuple[list[RunProgress], list[str]]:
+    """Every run's checkpoints against the base, and the notes the progression section shows."""
+    runs, notes = [], []
+    for run in inputs.runs:
+        if run.base_key not in (None, base.entry.key):
+            notes.append(f"Note: run {run.path} started from another base probe ({run.base_key}); "
+                         f"its deltas below are still against this report's base.")
+        rp = RunProgress(run.label, run.algo)
+        for step, key in run.checkpoints():
+            if key in known:
+                n, c, s = known[key].n, known[key].c, known[key].summary
+            else:
+                counts = _counts(store, key, cfg.n)
+                if store.probe_info(key) is None or any(pid not in counts for pid in ids):
+                    notes.append(f"Note: {run.label} step {step}: probe {key} lacks some of the "
+                                 f"report's problems in this store; left out.")
+                    continue
+                n = np.array([counts[p].n for p in ids], dtype=np.int64)
+                c = np.array([counts[p].c for p in ids], dtype=np.int64)
+                s = A.summarize(n, c, cfg.bootstrap_iters, cfg.ci, cfg.seed)
+            row = A.checkpoint_row(base.summary, s, base.c, c, ids, cfg.bootstrap_iters)
+            rp.checkpoints.append((step, key, row))
+        runs.append(rp)
+    return runs, notes
+
+
+def compute(cfg: Any, store: Store) -> Report:
+    """Resolve the inputs and compute everything the sections show."""
+    t0 = time.time()
+    inputs = resolve_inputs(cfg, store)
+    entries = [inputs.base, *inputs.models]
+    counts = {e.key: _counts(store, e.key, cfg.n) for e in entries}
+    ids = A.common_problems([{pid: pc.n for pid, pc in counts[e.key].items()} for e in entries])
+    if not ids:
+        raise ConfigError("the base and the models share no probed problem: were they probed on "
+                          "the same task?")
+    notes = []
+    for e in entries:
+        extra = len(counts[e.key]) - len(ids)
+        if extra:
+            notes.append(f"{e.label}: {extra} of its probed problems are not probed for every model; "
+                         f"left out (the report uses the {len(ids)} problems common to all)")
+        if e.task_fp != inputs.base.task_fp:
+            notes.append(f"{e.label} was probed on another task configuration than the base "
+                         f"(task fingerprint {e.task_fp} vs {inputs.base.task_fp})")
+    task, tnotes = resolve_task(cfg, inputs, store, ids)
+    notes += tnotes
+    base = _probe(cfg, inputs.base, counts[inputs.base.key], ids)
+    models = [_probe(cfg, e, counts[e.key], ids) for e in inputs.models]
+    ns = {p.summary.n for p in [base, *models]}
+    if len(ns) > 1:
+        notes.append(f"samples per problem differ between probes ({sorted(ns)}): each curve runs to "
+                     f"its own n, and comparisons use the smaller n")
+    metas = {pid: task.by_id(pid).meta for pid in ids}
+    try:  # checked before any model work: a wrong field name fails fast
+        tags = A.problem_tags(metas, list(cfg.breakdown) if cfg.breakdown is not None else None)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    log(f"{len(models)} model(s) against the base on {len(ids)} problems "
+        f"(read in {time.time() - t0:.1f} s)")
+    t1 = time.time()
+    known = {p.entry.key: p for p in [base, *models]}
+    runs, run_notes = progression(cfg, store, inputs, ids, base, known)
+    report = Report(cfg, store, inputs, ids, task, base, models,
+                    [vs_base(cfg, ids, base, p) for p in models], runs, run_notes, notes, tags)
+    log(f"comparisons against the base in {time.time() - t1:.1f} s")
+    return report

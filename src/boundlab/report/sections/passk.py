@@ -1,0 +1,75 @@
+"""pass@k curves of the base and every model, the crossing k, and (math) both answer rules."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from boundlab.report import analysis as A
+from boundlab.report.comparisons import Report, log
+from boundlab.report.document import Doc, Table
+
+
+def render(r: Report, d: Doc) -> None:
+    from boundlab.probe.estimator import powers_of_two
+    from boundlab.tracking.plots import plot_passk
+
+    probes = [r.base, *r.models]
+    curves = {}
+    long_rows = []
+    for p in probes:
+        s = p.summary
+        ks = np.arange(1, s.n + 1)
+        curves[p.entry.label] = (ks, s.curve, s.ci_low, s.ci_high)
+        long_rows += [[p.entry.label, int(k), float(v), float(lo), float(hi)]
+                      for k, v, lo, hi in zip(ks, s.curve, s.ci_low, s.ci_high)]
+    png = plot_passk(curves, d.out / "passk.png",
+                     title=f"pass@k on {r.task.name} ({len(r.ids)} problems)")
+    d.figure(png, "pass@k curves")
+    kmax = max(p.summary.n for p in probes)
+    ks = powers_of_two(kmax)
+    wide = []
+    for p in probes:
+        pts = A.passk_points(p.summary.curve)
+        wide.append([p.entry.label] + [pts.get(k) for k in ks])
+    d.table(Table("passk_summary", ["model"] + [f"pass@{k}" for k in ks], wide),
+            caption="pass@k at powers of two (– where k > the model's n).")
+    d.csv(Table("passk", ["model", "k", "pass@k", "ci_low", "ci_high"], long_rows))
+    d.add("Every k with its interval: [passk.csv](passk.csv).")
+
+    d.add("### Crossing k",
+          "The k at which the model's pass@k falls strictly below the base's (interpolated in log2 k on "
+          "the difference of the mean curves). Its interval resamples problems and recomputes both "
+          "curves and the crossing; a resample that does not cross by n counts as beyond n.")
+    rows = []
+    for p, vs in r.pairs():
+        cr = vs.crossing
+        rows.append([p.entry.label, cr.status, cr.k, cr.ci_low, cr.ci_high, cr.n, cr.p_cross,
+                     cr.describe(r.cfg.ci)])
+    if rows:
+        d.table(Table("crossing", ["model", "status", "crossing_k", "ci_low", "ci_high", "n",
+                                   "p_cross", "crossing"], rows), md_columns=["model", "crossing"])
+    else:
+        d.add("No models to compare.")
+    _answer_rules(r, d)
+
+
+def _answer_rules(r: Report, d: Doc) -> None:
+    """pass@k with boxed answers only and with the lenient rule, every probe rescored."""
+    from boundlab.report.answer_rules import answer_rule_rows
+
+    if getattr(r.task, "verifier", None) != "math":
+        return
+    d.add("### Answer format: boxed vs lenient",
+          "Every stored completion judged again under both answer rules (no resampling): `boxed` "
+          "counts boxed answers only (the usual RL reward), `lenient` also reads a final answer "
+          "stated without a box. A gap between the base and a model that appears only under "
+          "`boxed` is a change of answer format, not of reasoning boundary.")
+    probes = [(p.entry.label, p.entry.key) for p in [r.base, *r.models]]
+    rows = answer_rule_rows(r.store, probes, r.task, r.ids, r.cfg.n)
+    for row in rows:
+        log(f"answer rule {row[1]:>7}: {row[0]} pass@1 {row[3]:.4f} pass@{row[2]} {row[4]:.4f} "
+            f"(box share {row[5]:.1%}, truncated {row[6]:.1%})")
+    d.table(Table("answer_rules", ["model", "rule", "n", "pass@1", "pass@n", "box share",
+                                   "truncated share"], rows),
+            caption="pass@1 and pass@n under each answer rule, with the share of completions that "
+                    "hold a box and the share cut off with no final answer.")

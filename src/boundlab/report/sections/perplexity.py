@@ -1,0 +1,113 @@
+"""Perplexity under the base model of each group's responses (the report's only model work).
+
+The draw needs (problem, index, correct) of every sample but the text of only the few drawn, so it
+lists samples without their texts (`Store.sample_index`) and reads the drawn texts one by one.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from boundlab.report import analysis as A
+from boundlab.report.comparisons import Report, log
+from boundlab.report.document import Doc, Table
+from boundlab.report.inputs import Inputs
+
+
+def rows_within_n(rows: list[Any], n_max: int | None) -> list[Any]:
+    """Keep each problem's first n_max samples by index (the samples the counts use)."""
+    if n_max is None:
+        return rows
+    seen: dict[str, int] = {}
+    out = []
+    for r in sorted(rows, key=lambda r: (r.problem_id, r.idx)):
+        seen[r.problem_id] = seen.get(r.problem_id, 0) + 1
+        if seen[r.problem_id] <= n_max:
+            out.append(r)
+    return out
+
+
+def scorer(cfg: Any, inputs: Inputs) -> tuple[Any, str]:
+    """The base model's config namespace and folder for scoring."""
+    from boundlab.models import ModelNotFound, resolve_model_path
+
+    pc = cfg.perplexity
+    run = inputs.base.run
+    run_model = getattr(run.config, "model", None) if run is not None and run.config is not None else None
+    trust = bool(getattr(run_model, "trust_remote_code", False))
+    ns = dict(name="base", dtype=pc.dtype, trust_remote_code=trust, allow_download=False,
+              gguf_package=None, gguf_file=None, cache_dir=".")
+    if pc.model_path:
+        given = SimpleNamespace(**ns, path=pc.model_path)
+        return given, resolve_model_path(given)
+    meta_path = inputs.base.meta.get("path")
+    if meta_path and Path(meta_path).is_dir():
+        return SimpleNamespace(**ns, path=meta_path), str(meta_path)
+    if run is not None and run.config is not None:
+        resolved = resolve_model_path(run.config.model)
+        return SimpleNamespace(**ns, path=resolved), resolved
+    raise ModelNotFound(
+        f"the perplexity section needs the base model, and its folder is unknown "
+        f"(probe meta.path={meta_path!r}): set perplexity.model_path=... or perplexity.enabled=false")
+
+
+def render(r: Report, d: Doc) -> None:
+    from boundlab.models import load_model, load_tokenizer
+    from boundlab.probe.app import set_threads
+    from boundlab.report.perplexity import perplexity, response_logprobs, sample_responses
+    from boundlab.report.plots import plot_perplexity
+    from boundlab.sampling import pick_device
+
+    cfg = r.cfg
+    pc = cfg.perplexity
+    if not pc.enabled:
+        d.add("Skipped (perplexity.enabled=false).")
+        return
+    which = "correct responses" if pc.only_correct else "responses"
+    d.add(f"The base model's perplexity exp(−mean token log-prob of the response given the prompt) on "
+          f"up to {pc.samples} {which} per group, drawn at random (seed {pc.seed}). Responses the base "
+          f"finds likely (low perplexity) are ones it could already produce.")
+    mcfg, path = scorer(cfg, r.inputs)
+    set_threads(pc.torch_threads)
+    t0 = time.time()
+    tok = load_tokenizer(mcfg, path)
+    model = load_model(mcfg, pick_device(pc.device), path)
+    log(f"scoring model {path} loaded in {time.time() - t0:.1f} s")
+    groups = [(r.base.entry.label, r.base.entry)] + [(p.entry.label, p.entry) for p in r.models]
+    if r.inputs.teacher is not None:
+        groups.append(("teacher", r.inputs.teacher))
+    id_set = set(r.ids)
+    summary_rows, resp_rows, values = [], [], {}
+    for label, entry in groups:
+        rows = [SimpleNamespace(problem_id=pid, idx=idx, correct=ok)
+                for pid, idx, ok in r.store.sample_index(entry.key) if pid in id_set]
+        rows = rows_within_n(rows, cfg.n)
+        if pc.only_correct:
+            rows = [s for s in rows if s.correct]
+        picked = sample_responses(rows, pc.samples, pc.seed)
+        pairs = [(r.task.render(r.task.by_id(s.problem_id), tok),
+                  r.store.sample_text(entry.key, s.problem_id, s.idx)) for s in picked]
+        lps = response_logprobs(model, tok, pairs, pc.batch_tokens)
+        ppl = [perplexity(lp) for lp in lps]
+        kept = [v for v in ppl if math.isfinite(v)]
+        values[label] = kept
+        st = A.box_stats(kept)
+        summary_rows.append([label, entry.key, len(rows), len(picked), len(picked) - len(kept),
+                             st["count"], st["median"], st["mean"], st["q1"], st["q3"], st["min"], st["max"]])
+        resp_rows += [[label, s.problem_id, s.idx, len(lp), v] for s, lp, v in zip(picked, lps, ppl)]
+    log(f"perplexity of {len(resp_rows)} responses in {time.time() - t0:.1f} s")
+    png = plot_perplexity(values, d.out / "perplexity.png",
+                          title=f"Base-model perplexity of {which}")
+    d.figure(png, "perplexity box plots")
+    d.table(Table("perplexity", ["group", "probe key", "available", "drawn", "empty", "scored",
+                                 "median", "mean", "q1", "q3", "min", "max"], summary_rows),
+            md_columns=["group", "available", "scored", "median", "mean", "q1", "q3"],
+            caption=f"Scored by {path}. available: {which} in the store on the report's problems.")
+    d.csv(Table("perplexity_responses", ["group", "problem_id", "idx", "tokens", "perplexity"], resp_rows))
+    d.add("Each scored response: [perplexity_responses.csv](perplexity_responses.csv).")
+    for label, st_row in zip([g[0] for g in groups], summary_rows):
+        r.summary[f"report/perplexity/{label}/median"] = st_row[6]
