@@ -268,6 +268,39 @@ class AlgoConfig:
     distill: DistillConfig = field(default_factory=DistillConfig)
 
 
+# Run dirs written before the family blocks existed hold these knobs flat under `algo:`; where each
+# one lives now (lift_flat_algo_keys). The clipped policy-gradient knobs go to both RL blocks: only the
+# algorithm's own block is read, so the copy in the other one is inert.
+_FLAT_ALGO_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
+    **{k: (("grpo", k), ("onpolicy", k))
+       for k in ("loss_type", "scale_rewards", "epsilon", "epsilon_high", "num_iterations")},
+    **{k: (("onpolicy", k),) for k in ("dynamic_sampling", "max_refill_rounds", "overlong_buffer",
+                                        "overlong_penalty", "gamma", "lam", "vf_coef", "cliprange_value",
+                                        "critic")},
+    **{k: (("distill", k),) for k in ("teacher_samples", "max_traces_per_problem", "teacher_temperature")},
+    "distill_beta": (("distill", "beta"),),
+}
+
+
+def lift_flat_algo_keys(saved: Any) -> Any:
+    """A saved train config (`.hydra/config.yaml`, a DictConfig) with the family knobs moved from
+    `algo.*` into their blocks, so a run started before the blocks existed can still be resumed with
+    the same settings. A config already in blocks comes back unchanged."""
+    from omegaconf import OmegaConf
+
+    algo = saved.get("algo") if hasattr(saved, "get") else None
+    if algo is None or not any(k in algo for k in _FLAT_ALGO_KEYS):
+        return saved
+    data = OmegaConf.to_container(saved, resolve=False)
+    flat = data["algo"]
+    for key, targets in _FLAT_ALGO_KEYS.items():
+        if key in flat:
+            value = flat.pop(key)
+            for block, name in targets:
+                flat.setdefault(block, {})[name] = value
+    return OmegaConf.create(data)
+
+
 @dataclass
 class BackendConfig:
     # cpu, gpu, zero2, zero3.

@@ -135,3 +135,44 @@ def test_no_algos_file_over_500_lines():
     for f in (ROOT / "src/boundlab/algos").rglob("*.py"):
         n = len(f.read_text().splitlines())
         assert n <= 500, f"{f.relative_to(ROOT)} has {n} lines"
+
+
+@pytest.mark.parametrize("name", ["ppo", "dapo", "grpo", "sft_distill"])
+def test_a_run_dir_from_before_the_blocks_is_lifted_into_them(name):
+    # A run saved with the flat algo.* keys (as every run before the family blocks) must resume with
+    # the same settings: its .hydra/config.yaml is lifted into the blocks before the schema merge.
+    from omegaconf import OmegaConf
+
+    from boundlab.config import TrainMain, lift_flat_algo_keys
+
+    fresh = _compose([f"algo={name}", "debug=smoke", "algo.onpolicy.gamma=0.5"] if name == "ppo"
+                     else [f"algo={name}", "debug=smoke"])
+    data = OmegaConf.to_container(fresh, resolve=False)
+    algo = data["algo"]
+    family = algos.get(name).family
+    old = {k: v for k, v in algo.items() if k not in FAMILIES}
+    # The old files held every knob flat: the on-policy ones, then the policy-gradient ones as the
+    # algorithm's own family set them.
+    old.update(algo["onpolicy"])
+    old.update(algo["grpo"] if family == "grpo" else {})
+    old.update({("distill_beta" if k == "beta" else k): v for k, v in algo["distill"].items()})
+    data["algo"] = old
+    saved = OmegaConf.create(data)
+    with pytest.raises(Exception, match="not in 'AlgoConfig'"):  # what resume met before the lift
+        OmegaConf.merge(OmegaConf.structured(TrainMain), saved)
+    cfg = OmegaConf.merge(OmegaConf.structured(TrainMain), lift_flat_algo_keys(saved))
+    check_keys(cfg)
+    got = cfg.algo
+    assert got[family] == fresh.algo[family]
+    assert got.distill == fresh.algo.distill
+    assert {k: got[k] for k in old if k in AlgoConfig.__dataclass_fields__} == \
+        {k: fresh.algo[k] for k in old if k in AlgoConfig.__dataclass_fields__}
+    if name == "ppo":
+        assert got.onpolicy.gamma == 0.5
+
+
+def test_a_config_already_in_blocks_is_not_touched():
+    from boundlab.config import lift_flat_algo_keys
+
+    cfg = _compose(["algo=dapo"])
+    assert lift_flat_algo_keys(cfg) is cfg
