@@ -182,15 +182,10 @@ class CriticConfig:
 
 
 @dataclass
-class AlgoConfig:
-    # Registry name: grpo, dr_grpo, dapo, rloo, reinforce_pp, reinforce_pp_baseline, remax, ppo,
-    # sft_distill, onpolicy_distill.
-    name: str = "grpo"
-    # Optimizer step size. TRL's GRPO default (1e-6) is far too small for the toy model.
-    learning_rate: float = 2e-4
-    # Completions sampled per prompt (the paper's rollout count); mapped to each trainer's argument.
-    rollouts: int = 8
-    # TRL loss aggregation: grpo, dapo, dr_grpo, bnpo.
+class PolicyGradientConfig:
+    """The clipped policy-gradient knobs both RL families read (each from its own block)."""
+    # Loss aggregation, by TRL's names: grpo (per-sequence mean, then batch mean), dapo (token-level
+    # mean), dr_grpo, bnpo.
     loss_type: str = "grpo"
     # Reward scaling: group (divide by group std), batch, none.
     scale_rewards: str = "group"
@@ -199,17 +194,17 @@ class AlgoConfig:
     epsilon_high: Optional[float] = None
     # Policy updates per generated batch (PPO epochs).
     num_iterations: int = 1
-    # Longest completion during training, in tokens.
-    max_completion_length: int = 32
-    # Sampling temperature of the rollouts.
-    temperature: float = 1.0
-    # Completions per device per optimizer step (a multiple of rollouts).
-    per_device_train_batch_size: int = 32
-    gradient_accumulation_steps: int = 1
-    weight_decay: float = 0.0
-    warmup_steps: int = 0
-    max_grad_norm: float = 1.0
-    lr_scheduler_type: str = "constant"
+
+
+@dataclass
+class GRPOFamilyConfig(PolicyGradientConfig):
+    """`algo.grpo`: read by grpo, dr_grpo and rloo (TRL's GRPOTrainer and RLOOTrainer)."""
+
+
+@dataclass
+class OnPolicyConfig(PolicyGradientConfig):
+    """`algo.onpolicy`: read by ppo, reinforce_pp, reinforce_pp_baseline, remax and dapo
+    (boundlab's OnPolicyTrainer)."""
     # DAPO: drop groups whose rewards are all equal and refill the batch with groups that carry signal.
     dynamic_sampling: bool = False
     # DAPO: most extra generation rounds spent refilling the batch after dynamic sampling; then it
@@ -225,15 +220,85 @@ class AlgoConfig:
     # PPO: value loss weight and value clip range.
     vf_coef: float = 0.1
     cliprange_value: float = 0.2
+    # PPO: the learned value model.
     critic: CriticConfig = field(default_factory=CriticConfig)
-    # Distillation: teacher samples per training problem, and the most verified, distinct traces
-    # kept per problem (rejection sampling, then de-duplication, then the cap).
+
+
+@dataclass
+class DistillConfig:
+    """`algo.distill`: read by sft_distill and onpolicy_distill."""
+    # Teacher samples per training problem, and the most verified, distinct traces kept per problem
+    # (rejection sampling, then de-duplication, then the cap). sft_distill only.
     teacher_samples: int = 8
     max_traces_per_problem: int = 4
-    # Distillation: sampling temperature of the teacher when it writes traces.
+    # Sampling temperature of the teacher when it writes traces. sft_distill only.
     teacher_temperature: float = 1.0
-    # On-policy distillation: TRL's generalised JSD interpolation (0 forward KL, 1 reverse KL).
-    distill_beta: float = 1.0
+    # onpolicy_distill: TRL's generalised JSD interpolation (0 forward KL, 1 reverse KL).
+    beta: float = 1.0
+
+
+@dataclass
+class AlgoConfig:
+    """Knobs every algorithm reads at `algo.*`; each family reads its own block below. Every block is
+    present whatever the algorithm (so one `debug`/`experiment` file can set any of them); the
+    algorithm's `family` (boundlab.algos) says which block it reads."""
+    # Registry name: grpo, dr_grpo, dapo, rloo, reinforce_pp, reinforce_pp_baseline, remax, ppo,
+    # sft_distill, onpolicy_distill.
+    name: str = "grpo"
+    # Optimizer step size. TRL's GRPO default (1e-6) is far too small for the toy model.
+    learning_rate: float = 2e-4
+    # Completions sampled per prompt (the paper's rollout count); mapped to each trainer's argument.
+    rollouts: int = 8
+    # Longest completion during training, in tokens.
+    max_completion_length: int = 32
+    # Sampling temperature of the rollouts.
+    temperature: float = 1.0
+    # Completions per device per optimizer step (a multiple of rollouts).
+    per_device_train_batch_size: int = 32
+    gradient_accumulation_steps: int = 1
+    weight_decay: float = 0.0
+    warmup_steps: int = 0
+    max_grad_norm: float = 1.0
+    lr_scheduler_type: str = "constant"
+    # TRL GRPO family (grpo, dr_grpo, rloo).
+    grpo: GRPOFamilyConfig = field(default_factory=GRPOFamilyConfig)
+    # boundlab's on-policy trainer (ppo, reinforce_pp, reinforce_pp_baseline, remax, dapo).
+    onpolicy: OnPolicyConfig = field(default_factory=OnPolicyConfig)
+    # Distillation (sft_distill, onpolicy_distill).
+    distill: DistillConfig = field(default_factory=DistillConfig)
+
+
+# Run dirs written before the family blocks existed hold these knobs flat under `algo:`; where each
+# one lives now (lift_flat_algo_keys). The clipped policy-gradient knobs go to both RL blocks: only the
+# algorithm's own block is read, so the copy in the other one is inert.
+_FLAT_ALGO_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
+    **{k: (("grpo", k), ("onpolicy", k))
+       for k in ("loss_type", "scale_rewards", "epsilon", "epsilon_high", "num_iterations")},
+    **{k: (("onpolicy", k),) for k in ("dynamic_sampling", "max_refill_rounds", "overlong_buffer",
+                                        "overlong_penalty", "gamma", "lam", "vf_coef", "cliprange_value",
+                                        "critic")},
+    **{k: (("distill", k),) for k in ("teacher_samples", "max_traces_per_problem", "teacher_temperature")},
+    "distill_beta": (("distill", "beta"),),
+}
+
+
+def lift_flat_algo_keys(saved: Any) -> Any:
+    """A saved train config (`.hydra/config.yaml`, a DictConfig) with the family knobs moved from
+    `algo.*` into their blocks, so a run started before the blocks existed can still be resumed with
+    the same settings. A config already in blocks comes back unchanged."""
+    from omegaconf import OmegaConf
+
+    algo = saved.get("algo") if hasattr(saved, "get") else None
+    if algo is None or not any(k in algo for k in _FLAT_ALGO_KEYS):
+        return saved
+    data = OmegaConf.to_container(saved, resolve=False)
+    flat = data["algo"]
+    for key, targets in _FLAT_ALGO_KEYS.items():
+        if key in flat:
+            value = flat.pop(key)
+            for block, name in targets:
+                flat.setdefault(block, {})[name] = value
+    return OmegaConf.create(data)
 
 
 @dataclass

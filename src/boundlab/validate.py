@@ -140,36 +140,45 @@ def validate_train_loop(t: Any, prefix: str = "train") -> None:
     _limit(t, prefix, "train_limit")
 
 
+def _validate_policy_gradient(g: Any, prefix: str) -> None:
+    _at_least(g, prefix, "num_iterations", 1)
+    _positive(g, prefix, "epsilon")
+    if g.epsilon_high is not None:
+        _positive(g, prefix, "epsilon_high", f" (or null for {prefix}.epsilon)")
+
+
 def validate_algo(a: Any, prefix: str = "algo") -> None:
+    """The shared knobs, then every family block (all are present whatever the algorithm; which
+    combinations an algorithm refuses is declared with it, in boundlab.algos)."""
     _positive(a, prefix, "learning_rate")
     _at_least(a, prefix, "rollouts", 1, " (completions sampled per prompt)")
     _at_least(a, prefix, "per_device_train_batch_size", 1)
     _at_least(a, prefix, "gradient_accumulation_steps", 1)
-    _at_least(a, prefix, "num_iterations", 1)
     _at_least(a, prefix, "max_completion_length", 1)
     _positive(a, prefix, "temperature", " (rollouts are sampled; the log-probs are of logits / T)")
-    _positive(a, prefix, "epsilon")
-    if a.epsilon_high is not None:
-        _positive(a, prefix, "epsilon_high", " (or null for algo.epsilon)")
     _at_least(a, prefix, "weight_decay", 0)
     _at_least(a, prefix, "warmup_steps", 0)
     _positive(a, prefix, "max_grad_norm")
-    _at_least(a, prefix, "max_refill_rounds", 0)
-    _at_least(a, prefix, "overlong_buffer", 0)
-    _at_least(a, prefix, "overlong_penalty", 0)
-    if not 0 < a.gamma <= 1:
-        _fail(f"{prefix}.gamma", a.gamma, "must be in (0, 1]")
-    if not 0 <= a.lam <= 1:
-        _fail(f"{prefix}.lam", a.lam, "must be in [0, 1]")
-    _at_least(a, prefix, "vf_coef", 0)
-    _positive(a, prefix, "cliprange_value")
-    if a.critic.learning_rate is not None:
-        _positive(a.critic, f"{prefix}.critic", "learning_rate", " (or null for algo.learning_rate)")
-    _at_least(a, prefix, "teacher_samples", 1)
-    _at_least(a, prefix, "max_traces_per_problem", 1)
-    _positive(a, prefix, "teacher_temperature")
-    if not 0 <= a.distill_beta <= 1:
-        _fail(f"{prefix}.distill_beta", a.distill_beta, "must be in [0, 1] (0 forward KL, 1 reverse KL)")
+    _validate_policy_gradient(a.grpo, f"{prefix}.grpo")
+    o, op = a.onpolicy, f"{prefix}.onpolicy"
+    _validate_policy_gradient(o, op)
+    _at_least(o, op, "max_refill_rounds", 0)
+    _at_least(o, op, "overlong_buffer", 0)
+    _at_least(o, op, "overlong_penalty", 0)
+    if not 0 < o.gamma <= 1:
+        _fail(f"{op}.gamma", o.gamma, "must be in (0, 1]")
+    if not 0 <= o.lam <= 1:
+        _fail(f"{op}.lam", o.lam, "must be in [0, 1]")
+    _at_least(o, op, "vf_coef", 0)
+    _positive(o, op, "cliprange_value")
+    if o.critic.learning_rate is not None:
+        _positive(o.critic, f"{op}.critic", "learning_rate", f" (or null for {prefix}.learning_rate)")
+    d, dp = a.distill, f"{prefix}.distill"
+    _at_least(d, dp, "teacher_samples", 1)
+    _at_least(d, dp, "max_traces_per_problem", 1)
+    _positive(d, dp, "teacher_temperature")
+    if not 0 <= d.beta <= 1:
+        _fail(f"{dp}.beta", d.beta, "must be in [0, 1] (0 forward KL, 1 reverse KL)")
 
 
 def validate_kl(k: Any, prefix: str = "kl") -> None:

@@ -91,6 +91,7 @@ def _cfg(*overrides):
 def _build(cfg, out_dir):
     from datasets import Dataset
 
+    from boundlab.algos import BuildInputs
     from boundlab.algos.onpolicy import build_onpolicy
     from boundlab.models import load_model, load_tokenizer
 
@@ -101,7 +102,7 @@ def _build(cfg, out_dir):
     def parity(prompts, completions, problem_id, **_):
         return [float(len(c) % 2) for c in completions]
 
-    return build_onpolicy(cfg.algo.name, cfg, model, tok, data, [parity], [], str(out_dir), [], None)
+    return build_onpolicy(cfg.algo.name, BuildInputs(cfg, model, tok, data, [parity], [], str(out_dir), []))
 
 
 def test_ppo_critic_is_saved_beside_the_policy_and_restored_on_resume(tmp_path):
@@ -136,8 +137,8 @@ def test_ppo_critic_is_saved_beside_the_policy_and_restored_on_resume(tmp_path):
 
 def test_micro_batches_add_up_to_the_round_loss(tmp_path):
     # The same round trained as 1 or as 3 accumulation micro-batches gives the same gradient.
-    cfg = _cfg("algo=dapo", "debug=smoke", "algo.dynamic_sampling=false", "algo.max_completion_length=8",
-               "algo.overlong_buffer=0")
+    cfg = _cfg("algo=dapo", "debug=smoke", "algo.onpolicy.dynamic_sampling=false", "algo.max_completion_length=8",
+               "algo.onpolicy.overlong_buffer=0")
     trainer = _build(cfg, tmp_path / "ckpt")
     model = trainer.model
     batch = trainer._make_round(model, {"prompt": ["Q:1+2*3;", "Q:9-2*4;"], "problem_id": ["a", "b"]})
@@ -159,10 +160,10 @@ def test_micro_batches_add_up_to_the_round_loss(tmp_path):
     ("reinforce_pp", ["kl.coef=0.1", "kl.where=loss", "kl.estimator=k1"], "k1"),
     ("reinforce_pp_baseline", ["algo.rollouts=1", "algo.per_device_train_batch_size=4"], "rollouts"),
     ("ppo", ["algo.per_device_train_batch_size=6"], "multiple"),
-    ("remax", ["algo.scale_rewards=group"], "scale_rewards"),
-    ("reinforce_pp", ["algo.gamma=0.9"], "gamma"),
-    ("dapo", ["algo.critic.model=/nowhere"], "critic"),
-    ("dapo", ["algo.loss_type=dr_grpo"], "loss_type"),
+    ("remax", ["algo.onpolicy.scale_rewards=group"], "scale_rewards"),
+    ("reinforce_pp", ["algo.onpolicy.gamma=0.9"], "gamma"),
+    ("dapo", ["algo.onpolicy.critic.model=/nowhere"], "critic"),
+    ("dapo", ["algo.onpolicy.loss_type=dr_grpo"], "loss_type"),
 ])
 def test_combinations_that_cannot_be_honoured_fail_at_build_time(algo, overrides, needle):
     from boundlab.algos.onpolicy import settings_from_cfg

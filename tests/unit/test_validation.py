@@ -86,8 +86,8 @@ RANGE_CASES = [
     ("train", "algo.rollouts=0", "algo.rollouts=0: must be >= 1 (completions sampled per prompt)"),
     ("train", "algo.temperature=0",
      "algo.temperature=0.0: must be > 0 (rollouts are sampled; the log-probs are of logits / T)"),
-    ("train", "algo.gamma=1.5", "algo.gamma=1.5: must be in (0, 1]"),
-    ("train", "algo.distill_beta=2", "algo.distill_beta=2.0: must be in [0, 1] (0 forward KL, 1 reverse KL)"),
+    ("train", "algo.onpolicy.gamma=1.5", "algo.onpolicy.gamma=1.5: must be in (0, 1]"),
+    ("train", "algo.distill.beta=2", "algo.distill.beta=2.0: must be in [0, 1] (0 forward KL, 1 reverse KL)"),
     ("train", "kl.coef=-0.1", "kl.coef=-0.1: must be >= 0 (0 = no KL and no reference model)"),
     ("train", "kl.estimator=k9", "kl.estimator=k9: must be one of auto, k1, k2, k3"),
 ]
@@ -268,8 +268,8 @@ def test_every_experiment_keeps_the_chosen_algorithm(experiment):
     dapo = _compose("train", ["algo=dapo"]).algo
     for order in (["algo=dapo", f"experiment={experiment}"], [f"experiment={experiment}", "algo=dapo"]):
         algo = _compose("train", order).algo
-        assert (algo.name, algo.epsilon_high, algo.dynamic_sampling, algo.loss_type) == \
-            (dapo.name, dapo.epsilon_high, dapo.dynamic_sampling, dapo.loss_type)
+        assert (algo.name, algo.onpolicy.epsilon_high, algo.onpolicy.dynamic_sampling, algo.onpolicy.loss_type) == \
+            (dapo.name, dapo.onpolicy.epsilon_high, dapo.onpolicy.dynamic_sampling, dapo.onpolicy.loss_type)
 
 
 def test_kl_ablation_alone_is_grpo():

@@ -1,31 +1,64 @@
-"""Algorithms by name. Each builder returns a configured trainer: TRL's own where TRL has the
-algorithm (`grpo.py`, `distill.py`), our `OnPolicyTrainer` where it does not (`onpolicy.py`).
+"""Algorithms by name. Each is an `Algorithm` (spec.py): the `algo.<family>` config block it reads,
+the checks it declares, and a builder that turns one `BuildInputs` into a configured trainer: TRL's
+own where TRL has the algorithm (`grpo.py`, `distill.py`), our `OnPolicyTrainer` where it does not
+(`onpolicy/`).
 
-A builder may carry a `check(cfg)` attribute that raises ConfigError for a combination it cannot
-honour; `check(cfg)` below runs it at start, before any model work."""
+Built-ins are one explicit list (`_BUILTINS`), one line per algorithm: adding an algorithm is its
+own module, its `conf/algo/NAME.yaml` and one line here. `check(cfg)` runs the chosen algorithm's
+declared checks at start, before any model work.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
+from boundlab.algos.spec import Algorithm, BuildContext, BuildInputs
 from boundlab.registry import Registry
 
 ALGOS: Registry = Registry("algorithm")
 
-from boundlab.algos import distill as _distill  # noqa: E402,F401
-from boundlab.algos import grpo as _grpo  # noqa: E402,F401
-from boundlab.algos import onpolicy as _onpolicy  # noqa: E402,F401
+
+def _builtins() -> tuple[Algorithm, ...]:
+    from boundlab.algos import distill, grpo, onpolicy
+
+    return (
+        grpo.GRPO,
+        grpo.DR_GRPO,
+        grpo.RLOO,
+        onpolicy.PPO,
+        onpolicy.REINFORCE_PP,
+        onpolicy.REINFORCE_PP_BASELINE,
+        onpolicy.REMAX,
+        onpolicy.DAPO,
+        distill.SFT_DISTILL,
+        distill.ONPOLICY_DISTILL,
+    )
 
 
-def check(cfg) -> None:
+for _algo in _builtins():
+    ALGOS.register(_algo.name)(_algo)
+
+
+def get(name: str) -> Algorithm:
+    """The registered algorithm `name`; KeyError names the known ones."""
+    return ALGOS.get(name)  # type: ignore[return-value]
+
+
+def check(cfg: Any) -> None:
     """Fail fast, in one line, on an unknown algorithm or a combination it cannot honour."""
     from boundlab.config import ConfigError
 
     try:
-        builder = ALGOS.get(cfg.algo.name)
+        algo = get(cfg.algo.name)
     except KeyError as e:  # algo.name set by hand to a name no builder has
         raise ConfigError(f"algo.name={cfg.algo.name}: {e.args[0]}; choose the algorithm with algo=NAME") \
             from None
-    chk = getattr(builder, "check", None)
-    if chk is not None:
-        chk(cfg)
+    algo.check(cfg)
 
-__all__ = ["ALGOS", "check"]
+
+def build(inputs: BuildInputs) -> Any:
+    """The configured trainer for `inputs.cfg.algo.name`."""
+    return get(inputs.cfg.algo.name).build(inputs)
+
+
+__all__ = ["ALGOS", "Algorithm", "BuildContext", "BuildInputs", "build", "check", "get"]

@@ -1,10 +1,10 @@
 """Distillation from a stronger teacher: the paper's contrast (its Figure 7) to RL.
 
 - Trace generation (off-policy, as DeepSeek-R1-Distill was made): the teacher samples
-  `algo.teacher_samples` completions per training problem through the same probe machinery, so
+  `algo.distill.teacher_samples` completions per training problem through the same probe machinery, so
   the samples land in the store (resumable, and reused whenever the same teacher, task and
   settings are asked for again). Only verified traces are kept (rejection sampling), de-duplicated,
-  and capped at `algo.max_traces_per_problem` per problem. They are written to the run dir as
+  and capped at `algo.distill.max_traces_per_problem` per problem. They are written to the run dir as
   `distill_traces.jsonl` (loadable with `datasets`).
 - `sft_distill`: TRL's SFTTrainer on those traces, loss on the completion tokens only.
 - `onpolicy_distill`: TRL's DistillationTrainer: the student samples, the teacher scores every
@@ -17,9 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from boundlab.algos import ALGOS
+from boundlab.algos.spec import Algorithm, BuildInputs, training_args_common
 from boundlab.config import ConfigError
-from boundlab.algos.grpo import training_args_common
 
 
 def generate_traces(cfg: Any, task: Any, verifier: Any, store: Any, run_dir: Path,
@@ -30,15 +29,15 @@ def generate_traces(cfg: Any, task: Any, verifier: Any, store: Any, run_dir: Pat
     from boundlab.sampling import build_sampler
     from boundlab.sampling.base import GenSettings
 
-    a = cfg.algo
+    a, d = cfg.algo, cfg.algo.distill
     teacher_dir = resolve_model_path(cfg.teacher)
     tok = load_tokenizer(cfg.teacher, teacher_dir)
     sampler = build_sampler(cfg.teacher, cfg.sampler, tokenizer=tok)
-    gen = GenSettings(temperature=a.teacher_temperature, top_p=1.0,
+    gen = GenSettings(temperature=d.teacher_temperature, top_p=1.0,
                       max_new_tokens=a.max_completion_length)
     try:
         res = probe_model(task, sampler, verifier, store, model_fingerprint(teacher_dir, store),
-                          a.teacher_samples, gen, seed=cfg.train.seed, tokenizer=tok,
+                          d.teacher_samples, gen, seed=cfg.train.seed, tokenizer=tok,
                           model_name=f"teacher:{cfg.teacher.name}", bootstrap_iters=10,
                           progress=progress, meta={"path": teacher_dir, "role": "teacher"})
     finally:
@@ -47,13 +46,13 @@ def generate_traces(cfg: Any, task: Any, verifier: Any, store: Any, run_dir: Pat
     total = correct = 0
     for p in task.problems:
         seen: set[str] = set()
-        samples = store.samples(res.key, p.problem_id)[: a.teacher_samples]
+        samples = store.samples(res.key, p.problem_id)[: d.teacher_samples]
         total += len(samples)
         for s in samples:
             if not s.correct:
                 continue
             correct += 1
-            if s.text in seen or len(seen) >= a.max_traces_per_problem:
+            if s.text in seen or len(seen) >= d.max_traces_per_problem:
                 continue
             seen.add(s.text)
             rows.append({"problem_id": p.problem_id, "prompt": task.render(p, tok),
@@ -99,45 +98,40 @@ def check_distill(cfg: Any) -> None:
                           f"{' '.join(changed)} would be ignored: drop the kl.* override(s)")
 
 
-def build_sft_distill(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list,
-                      callbacks: list, output_dir: str, report_to: list[str], peft_config: Any = None,
-                      context: Any = None):
+def build_sft_distill(x: BuildInputs):
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
+    cfg, context = x.cfg, x.context
+    if context is None:
+        raise ValueError(f"algo={cfg.algo.name} samples its teacher: BuildInputs.context is required")
     rows, _ = generate_traces(cfg, context.task, context.verifier, context.store, context.run_dir)
     dataset = Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows])
-    kw = training_args_common(cfg, output_dir, report_to)
+    kw = training_args_common(cfg, x.output_dir, x.report_to)
     kw["per_device_train_batch_size"] = max(1, cfg.algo.per_device_train_batch_size)
     args = SFTConfig(**kw, completion_only_loss=True, max_length=512)
-    return SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
-                      callbacks=callbacks, peft_config=peft_config)
+    return SFTTrainer(model=x.model, args=args, train_dataset=dataset, processing_class=x.tokenizer,
+                      callbacks=x.callbacks, peft_config=x.peft_config)
 
 
-build_sft_distill.needs_context = True  # type: ignore[attr-defined]
-build_sft_distill.check = check_distill  # type: ignore[attr-defined]
-ALGOS.register("sft_distill")(build_sft_distill)
-
-
-def build_onpolicy_distill(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any,
-                           reward_funcs: list, callbacks: list, output_dir: str,
-                           report_to: list[str], peft_config: Any = None, context: Any = None):
+def build_onpolicy_distill(x: BuildInputs):
     from trl import DistillationConfig, DistillationTrainer
 
     from boundlab.models import load_model, resolve_model_path
 
+    cfg = x.cfg
     teacher_dir = resolve_model_path(cfg.teacher)
-    _check_same_vocab(tokenizer, teacher_dir, cfg)
+    _check_same_vocab(x.tokenizer, teacher_dir, cfg)
     teacher = load_model(cfg.teacher, "cpu" if cfg.backend.use_cpu else "cuda", teacher_dir)
     a = cfg.algo
-    args = DistillationConfig(**training_args_common(cfg, output_dir, report_to),
+    args = DistillationConfig(**training_args_common(cfg, x.output_dir, x.report_to),
                               max_completion_length=a.max_completion_length,
-                              temperature=a.temperature, top_p=1.0, top_k=0, beta=a.distill_beta)
-    return DistillationTrainer(model=model, teacher_model=teacher, args=args,
-                               train_dataset=train_dataset.remove_columns(["problem_id"]),
-                               processing_class=tokenizer, callbacks=callbacks,
-                               peft_config=peft_config)
+                              temperature=a.temperature, top_p=1.0, top_k=0, beta=a.distill.beta)
+    return DistillationTrainer(model=x.model, teacher_model=teacher, args=args,
+                               train_dataset=x.dataset.remove_columns(["problem_id"]),
+                               processing_class=x.tokenizer, callbacks=x.callbacks,
+                               peft_config=x.peft_config)
 
 
-build_onpolicy_distill.check = check_distill  # type: ignore[attr-defined]
-ALGOS.register("onpolicy_distill")(build_onpolicy_distill)
+SFT_DISTILL = Algorithm("sft_distill", "distill", build_sft_distill, (check_distill,))
+ONPOLICY_DISTILL = Algorithm("onpolicy_distill", "distill", build_onpolicy_distill, (check_distill,))

@@ -1,7 +1,8 @@
 """GRPO, Dr. GRPO and RLOO through TRL's own trainers.
 
 The reward is the task's verifier (1 for a correct final answer, else 0), exactly what the probe
-counts. Departures from TRL's defaults, and why:
+counts. Their knobs are the `algo.grpo` block (boundlab.config.GRPOFamilyConfig).
+Departures from TRL's defaults, and why:
 - `loss_type="grpo"` (per-sequence mean, then batch mean), the objective of the GRPO paper;
   `dapo`/`dr_grpo` stay one override away.
 - `kl.coef=0` by default, as in DAPO and Dr. GRPO; with 0 TRL loads no reference model.
@@ -12,42 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from boundlab.algos import ALGOS
+from boundlab.algos.spec import Algorithm, BuildInputs, training_args_common
 from boundlab.config import ConfigError
 
-
-def training_args_common(cfg: Any, output_dir: str, report_to: list[str]) -> dict[str, Any]:
-    """Arguments every TRL config takes the same way, from the train/backend/algo groups."""
-    a, b, t = cfg.algo, cfg.backend, cfg.train
-    kw: dict[str, Any] = dict(
-        output_dir=output_dir,
-        max_steps=t.max_steps,
-        save_strategy="steps",
-        save_steps=t.save_steps,
-        # BoundLab rotates (training/checkpoints.rotate, from the probe callback): HF would delete
-        # checkpoints inside its save, before the callback could probe or hand them on.
-        save_total_limit=None,
-        logging_steps=t.logging_steps,
-        seed=t.seed,
-        learning_rate=a.learning_rate,
-        per_device_train_batch_size=a.per_device_train_batch_size,
-        gradient_accumulation_steps=a.gradient_accumulation_steps,
-        weight_decay=a.weight_decay,
-        warmup_steps=a.warmup_steps,
-        max_grad_norm=a.max_grad_norm,
-        lr_scheduler_type=a.lr_scheduler_type,
-        use_cpu=b.use_cpu,
-        bf16=b.bf16,
-        gradient_checkpointing=b.gradient_checkpointing,
-        report_to=report_to,
-        disable_tqdm=False,
-        save_only_model=False,
-    )
-    if b.deepspeed:
-        kw["deepspeed"] = b.deepspeed
-    if b.ddp_backend:
-        kw["ddp_backend"] = b.ddp_backend
-    return kw
+__all__ = ["GRPO", "DR_GRPO", "RLOO", "training_args_common"]
 
 
 def _check_batch(a: Any) -> None:
@@ -81,13 +50,13 @@ def check_rloo(cfg: Any) -> None:
 
 def _rl_args(cfg: Any) -> dict[str, Any]:
     """Arguments GRPOConfig and RLOOConfig take alike: rollouts, KL, clipping, sampling."""
-    a, kl = cfg.algo, cfg.kl
+    a, g, kl = cfg.algo, cfg.algo.grpo, cfg.kl
     return dict(
         num_generations=a.rollouts,
         beta=kl.coef if kl.where != "none" else 0.0,
-        epsilon=a.epsilon,
-        epsilon_high=a.epsilon_high if a.epsilon_high is not None else a.epsilon,
-        num_iterations=a.num_iterations,
+        epsilon=g.epsilon,
+        epsilon_high=g.epsilon_high if g.epsilon_high is not None else g.epsilon,
+        num_iterations=g.num_iterations,
         max_completion_length=a.max_completion_length,
         temperature=a.temperature,
         top_p=1.0,
@@ -95,47 +64,38 @@ def _rl_args(cfg: Any) -> dict[str, Any]:
     )
 
 
-def _grpo_family(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list,
-                 callbacks: list, output_dir: str, report_to: list[str], peft_config: Any,
-                 loss_type: str, scale_rewards: str):
+def _grpo_family(x: BuildInputs, loss_type: str, scale_rewards: str):
     from trl import GRPOConfig, GRPOTrainer
 
-    check_grpo(cfg)
-    args = GRPOConfig(**training_args_common(cfg, output_dir, report_to), **_rl_args(cfg),
+    check_grpo(x.cfg)
+    args = GRPOConfig(**training_args_common(x.cfg, x.output_dir, x.report_to), **_rl_args(x.cfg),
                       loss_type=loss_type, scale_rewards=scale_rewards)
-    return GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args, train_dataset=train_dataset,
-                       processing_class=tokenizer, callbacks=callbacks, peft_config=peft_config)
+    return GRPOTrainer(model=x.model, reward_funcs=x.reward_funcs, args=args, train_dataset=x.dataset,
+                       processing_class=x.tokenizer, callbacks=x.callbacks, peft_config=x.peft_config)
 
 
-@ALGOS.register("grpo")
-def build_grpo(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list,
-               callbacks: list, output_dir: str, report_to: list[str], peft_config: Any = None):
-    return _grpo_family(cfg, model, tokenizer, train_dataset, reward_funcs, callbacks, output_dir,
-                        report_to, peft_config, cfg.algo.loss_type, cfg.algo.scale_rewards)
+def build_grpo(x: BuildInputs):
+    g = x.cfg.algo.grpo
+    return _grpo_family(x, g.loss_type, g.scale_rewards)
 
 
-@ALGOS.register("dr_grpo")
-def build_dr_grpo(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list,
-                  callbacks: list, output_dir: str, report_to: list[str], peft_config: Any = None):
+def build_dr_grpo(x: BuildInputs):
     """Dr. GRPO (Liu et al. 2025): no length normalisation (TRL loss_type=dr_grpo divides by a
     constant) and no std scaling of rewards, the two biases the paper removes."""
-    return _grpo_family(cfg, model, tokenizer, train_dataset, reward_funcs, callbacks, output_dir,
-                        report_to, peft_config, "dr_grpo", "none")
+    return _grpo_family(x, "dr_grpo", "none")
 
 
-@ALGOS.register("rloo")
-def build_rloo(cfg: Any, model: Any, tokenizer: Any, train_dataset: Any, reward_funcs: list,
-               callbacks: list, output_dir: str, report_to: list[str], peft_config: Any = None):
+def build_rloo(x: BuildInputs):
     """RLOO through TRL's RLOOTrainer: leave-one-out baseline; TRL puts the KL in the reward with
     the k1 estimator, so that is the only placement offered."""
     from trl import RLOOConfig, RLOOTrainer
 
-    check_rloo(cfg)
-    args = RLOOConfig(**training_args_common(cfg, output_dir, report_to), **_rl_args(cfg))
-    return RLOOTrainer(model=model, reward_funcs=reward_funcs, args=args, train_dataset=train_dataset,
-                       processing_class=tokenizer, callbacks=callbacks, peft_config=peft_config)
+    check_rloo(x.cfg)
+    args = RLOOConfig(**training_args_common(x.cfg, x.output_dir, x.report_to), **_rl_args(x.cfg))
+    return RLOOTrainer(model=x.model, reward_funcs=x.reward_funcs, args=args, train_dataset=x.dataset,
+                       processing_class=x.tokenizer, callbacks=x.callbacks, peft_config=x.peft_config)
 
 
-build_grpo.check = check_grpo  # type: ignore[attr-defined]
-build_dr_grpo.check = check_grpo  # type: ignore[attr-defined]
-build_rloo.check = check_rloo  # type: ignore[attr-defined]
+GRPO = Algorithm("grpo", "grpo", build_grpo, (check_grpo,))
+DR_GRPO = Algorithm("dr_grpo", "grpo", build_dr_grpo, (check_grpo,))
+RLOO = Algorithm("rloo", "grpo", build_rloo, (check_rloo,))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +22,6 @@ from boundlab.config import to_dict
 
 RUN_INFO = "run_info.json"
 DONE_MARKER = "training_done"
-
-
-@dataclass
-class BuildContext:
-    """What some builders need beyond the model and data (distillation samples its teacher)."""
-    task: Any
-    verifier: Any
-    store: Any
-    run_dir: Path
 
 
 def _load_run_info(run_dir: Path) -> dict[str, Any]:
@@ -74,7 +64,7 @@ def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
 
 
 def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
-    from boundlab.algos import ALGOS
+    from boundlab.algos import BuildContext, BuildInputs, build as build_trainer
     from boundlab.models import load_model, load_tokenizer, resolve_model_path
     from boundlab.probe.app import gen_settings, load_task, set_threads
     from boundlab.probe.boundary import BoundaryTracker
@@ -148,14 +138,11 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         dataset = _dataset(train_task, tok)
         peft_config = _peft(cfg)
         report_to = ["wandb"] if logger.mode != "disabled" and logger.run_id else []
-        builder = ALGOS.get(cfg.algo.name)
-        extra = {}
-        if getattr(builder, "needs_context", False):
-            extra["context"] = BuildContext(train_task, verifier, store, run_dir)
         reward = make_reward_fn(train_task, verifier, cfg.algo.max_completion_length, tok.eos_token_id)
-        trainer = builder(cfg, model, tok, dataset, [reward],
-                          [ProbeCallback(tracker, cfg.train.probe_mode, cfg.train.save_total_limit)], str(ckpt_dir), report_to,
-                          peft_config, **extra)
+        trainer = build_trainer(BuildInputs(
+            cfg, model, tok, dataset, [reward],
+            [ProbeCallback(tracker, cfg.train.probe_mode, cfg.train.save_total_limit)], str(ckpt_dir),
+            report_to, peft_config, BuildContext(train_task, verifier, store, run_dir)))
         if resume_from is not None:
             print(f"[boundlab] resuming from {resume_from}", flush=True)
         with no_space_left(ckpt_dir, f"resume: python train.py resume={run_dir}"):

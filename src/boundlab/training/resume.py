@@ -78,12 +78,12 @@ def load_run_config(run_dir: Path) -> tuple[Any, Any]:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from boundlab.config import TrainMain, check_keys, register_configs
+    from boundlab.config import TrainMain, check_keys, lift_flat_algo_keys, register_configs
 
     register_configs()
     cfg_file = run_dir / ".hydra" / "config.yaml"
     try:
-        saved = OmegaConf.load(cfg_file)
+        saved = lift_flat_algo_keys(OmegaConf.load(cfg_file))  # runs from before algo.<family>
         cfg = OmegaConf.merge(OmegaConf.structured(TrainMain), saved)
         check_keys(cfg)
     except (OmegaConfBaseException, ValueError) as e:

@@ -1,0 +1,145 @@
+"""Which on-policy algorithm needs what (`RECIPES`), and the trainer's settings read once from the
+config (`algo.*` shared knobs, the `algo.onpolicy` block, `kl.*`) by `settings_from_cfg`, which is
+also the algorithms' start-up check: every combination the trainer cannot honour is refused here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from boundlab.algos import objectives as O
+from boundlab.config import ConfigError
+
+
+@dataclass(frozen=True)
+class Recipe:
+    # Key in ADV_ESTIMATORS.
+    estimator: str
+    # A learned value model (PPO).
+    critic: bool = False
+    # One extra greedy rollout per prompt, scored, as the baseline (ReMax).
+    greedy_baseline: bool = False
+    # The advantage uses the other samples of the same prompt, so rollouts >= 2.
+    needs_groups: bool = False
+    # Where KL goes when kl.where=auto.
+    kl_where: str = "reward"
+
+
+RECIPES: dict[str, Recipe] = {
+    "ppo": Recipe("gae", critic=True),
+    "reinforce_pp": Recipe("reinforce_pp"),
+    "reinforce_pp_baseline": Recipe("reinforce_pp_baseline", needs_groups=True),
+    "remax": Recipe("remax", greedy_baseline=True),
+    "dapo": Recipe("group", needs_groups=True, kl_where="loss"),
+}
+
+
+@dataclass(frozen=True)
+class OnPolicySettings:
+    """Everything the trainer reads from the config, checked once at build time (`settings_from_cfg`)."""
+    algo: str
+    estimator: str
+    rollouts: int
+    max_completion_length: int
+    temperature: float
+    num_iterations: int
+    epsilon_low: float
+    epsilon_high: float
+    loss_agg: str
+    scale_rewards: str
+    kl_coef: float
+    kl_where: str
+    kl_estimator: str
+    gamma: float
+    lam: float
+    critic: bool
+    vf_coef: float
+    cliprange_value: float
+    critic_lr: Optional[float]
+    greedy_baseline: bool
+    dynamic_sampling: bool
+    max_refill_rounds: int
+    overlong_buffer: int
+    overlong_penalty: float
+
+
+# TRL's loss_type names, mapped to the two aggregations this trainer implements.
+_LOSS_AGG = {"dapo": "token", "bnpo": "token", "grpo": "seq"}
+
+
+def settings_from_cfg(name: str, cfg: Any) -> OnPolicySettings:
+    """The trainer's settings for algo `name`; a combination it cannot honour raises ConfigError
+    (a ValueError)."""
+    recipe = RECIPES[name]
+    a, o, kl = cfg.algo, cfg.algo.onpolicy, cfg.kl
+
+    def bad(msg: str):
+        # ConfigError is a ValueError that train.py prints as one line, without a traceback.
+        raise ConfigError(f"algo={name}: {msg}")
+
+    if a.rollouts < 1 or a.per_device_train_batch_size % a.rollouts:
+        bad(f"algo.per_device_train_batch_size ({a.per_device_train_batch_size}) must be a multiple of "
+            f"algo.rollouts ({a.rollouts})")
+    if recipe.needs_groups and a.rollouts < 2:
+        bad("its baseline comes from the other samples of the same prompt, so algo.rollouts must be >= 2")
+    if o.dynamic_sampling and a.rollouts < 2:
+        bad("algo.onpolicy.dynamic_sampling drops prompts whose samples all score alike, so algo.rollouts must "
+            "be >= 2")
+    if o.num_iterations < 1:
+        bad("algo.onpolicy.num_iterations must be >= 1")
+    if a.temperature <= 0:
+        bad("algo.temperature must be > 0 (rollouts are sampled; log-probs are of logits / temperature)")
+    if o.loss_type not in _LOSS_AGG:
+        bad(f"algo.onpolicy.loss_type={o.loss_type} is not available here: use dapo (token-level mean) or grpo "
+            f"(per-sequence mean, then over sequences)")
+    if recipe.estimator == "group":
+        if o.scale_rewards not in ("group", "batch", "none"):
+            bad(f"algo.onpolicy.scale_rewards must be group, batch or none, not {o.scale_rewards!r}")
+    elif o.scale_rewards != "none":
+        bad(f"algo.onpolicy.scale_rewards={o.scale_rewards} applies to group-normalised advantages (grpo, dapo); "
+            f"this algorithm normalises its own way, so set algo.onpolicy.scale_rewards=none")
+    if recipe.estimator != "gae" and o.gamma != 1.0:
+        bad("only ppo discounts (GAE); the REINFORCE-style returns here are undiscounted, so "
+            "algo.onpolicy.gamma must be 1")
+    if not recipe.critic and o.critic.model:
+        bad("has no critic, so algo.onpolicy.critic.model would be unused")
+    if not 0 <= o.overlong_buffer < a.max_completion_length:
+        bad(f"algo.onpolicy.overlong_buffer ({o.overlong_buffer}) must be in [0, algo.max_completion_length)")
+    eps_high = o.epsilon if o.epsilon_high is None else o.epsilon_high
+    if o.epsilon <= 0 or eps_high <= 0:
+        bad("algo.onpolicy.epsilon and algo.onpolicy.epsilon_high must be > 0")
+
+    where, estimator = "none", kl.estimator
+    if kl.coef < 0:
+        bad("kl.coef must be >= 0")
+    if kl.where not in ("auto", "none", "loss", "reward"):
+        bad(f"kl.where must be auto, none, loss or reward, not {kl.where!r}")
+    if kl.coef > 0:
+        if kl.where == "none":
+            bad("kl.coef > 0 with kl.where=none; set kl.coef=0 to train without KL")
+        where = recipe.kl_where if kl.where == "auto" else kl.where
+        if where == "reward" and recipe.estimator == "group":
+            bad("group-normalised advantages are one number per sequence, so a per-token KL reward has no "
+                "place in them; use kl.where=loss")
+        if estimator == "auto":
+            estimator = "k1" if where == "reward" else "k3"
+        if estimator not in O.KL_ESTIMATORS:
+            bad(f"kl.estimator must be auto, k1, k2 or k3, not {estimator!r}")
+        if where == "loss" and estimator == "k1":
+            bad("k1 in the loss has zero expected gradient, so it would not regularise; use "
+                "kl.estimator=k2 or k3")
+    elif estimator == "auto":
+        estimator = "k1"
+
+    return OnPolicySettings(
+        algo=name, estimator=recipe.estimator, rollouts=a.rollouts,
+        max_completion_length=a.max_completion_length, temperature=a.temperature,
+        num_iterations=o.num_iterations, epsilon_low=o.epsilon, epsilon_high=eps_high,
+        loss_agg=_LOSS_AGG[o.loss_type], scale_rewards=o.scale_rewards,
+        kl_coef=float(kl.coef), kl_where=where, kl_estimator=estimator,
+        gamma=o.gamma, lam=o.lam, critic=recipe.critic, vf_coef=o.vf_coef,
+        cliprange_value=o.cliprange_value, critic_lr=o.critic.learning_rate,
+        greedy_baseline=recipe.greedy_baseline, dynamic_sampling=bool(o.dynamic_sampling),
+        max_refill_rounds=int(o.max_refill_rounds),
+        overlong_buffer=o.overlong_buffer, overlong_penalty=o.overlong_penalty,
+    )
