@@ -8,14 +8,14 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 
 from boundlab.cli import friendly_errors, known_choices
-from boundlab.config import check_keys, register_configs
+from boundlab.config import ProbeMain, check_keys, register_configs
 from boundlab.probe.fit import fit_probe_settings
 from boundlab.validate import validate
 
 register_configs()
 
 
-@known_choices
+@known_choices(schema=ProbeMain)
 @hydra.main(version_base="1.3", config_path="conf", config_name="probe")
 @friendly_errors
 def main(cfg):

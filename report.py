@@ -3,12 +3,14 @@
 
 import hydra
 
-from boundlab.cli import friendly_errors
+from boundlab.cli import friendly_errors, known_choices
 from boundlab.config import check_keys, register_configs
+from boundlab.report.schema import ReportMain
 
 register_configs()
 
 
+@known_choices(schema=ReportMain)
 @hydra.main(version_base="1.3", config_path="conf", config_name="report")
 @friendly_errors
 def main(cfg):

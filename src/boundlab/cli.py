@@ -81,14 +81,52 @@ def unknown_choice(overrides: list[str], conf_dir: Path) -> str | None:
     return None
 
 
-def known_choices(main: Callable[..., Any]) -> Callable[..., Any]:
-    """Refuse, in one line and exit 2, a config-group choice that does not exist, before Hydra
-    composes anything or creates a run dir. The conf folder is the one beside the entry point."""
+def unknown_key(overrides: list[str], conf_dir: Path, schema: Any) -> str | None:
+    """The one-line complaint about the first plain `a.b.c=value` override whose key the typed
+    schema does not have, or None. Hydra would refuse it too, but in six lines with exit 1 (and a
+    hint to add `+`, which check_keys then refuses). Group choices (`algo=ppo`), `+`/`~` overrides
+    (checked after composition by `config.check_keys`) and `hydra.*` are left to their own checks."""
+    import dataclasses
+    import typing
+
+    for ov in overrides:
+        if "=" not in ov or ov.startswith(("-", "+", "~")):
+            continue
+        key = ov.split("=", 1)[0]
+        if "@" in key or "/" in key or key.split(".", 1)[0] == "hydra":
+            continue
+        if "." not in key and (conf_dir / key).is_dir():
+            continue  # a config-group choice: unknown_choice's business
+        cls, path = schema, []
+        for part in key.split("."):
+            if not dataclasses.is_dataclass(cls):
+                break  # a dict, list or plain value below: its contents are not typed here
+            fields = {f.name for f in dataclasses.fields(cls)}
+            if part not in fields:
+                where = ".".join([*path, part])
+                return (f"unknown config key '{where}' (known here: {', '.join(sorted(fields))})")
+            path.append(part)
+            hint = typing.get_type_hints(cls).get(part)
+            args = [a for a in typing.get_args(hint) if a is not type(None)]
+            cls = args[0] if typing.get_origin(hint) is typing.Union and len(args) == 1 else hint
+    return None
+
+
+def known_choices(main: Callable[..., Any] | None = None, *,
+                  schema: Any = None) -> Callable[..., Any]:
+    """Refuse, in one line and exit 2, a config-group choice that does not exist (and, given the
+    entry point's schema, a key it does not have), before Hydra composes anything or creates a run
+    dir. The conf folder is the one beside the entry point. Use as `@known_choices` or
+    `@known_choices(schema=TrainMain)`."""
+    if main is None:
+        return functools.partial(known_choices, schema=schema)
     conf_dir = Path(inspect.getfile(inspect.unwrap(main))).resolve().parent / "conf"
 
     @functools.wraps(main)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         msg = unknown_choice(sys.argv[1:], conf_dir)
+        if msg is None and schema is not None:
+            msg = unknown_key(sys.argv[1:], conf_dir, schema)
         if msg:
             print(f"error: {msg}", file=sys.stderr)
             raise SystemExit(2)
