@@ -302,18 +302,11 @@ class TrainMain(ProbingMain):
     resume: Optional[str] = None
 
 
-def _toy_model(which: str = "base") -> str:
-    from boundlab.toyworld import paths
-
-    return str({"base": paths.base_model_dir, "teacher": paths.teacher_model_dir}[which]())
-
-
 def register_configs() -> None:
     from omegaconf import OmegaConf
 
-    if not OmegaConf.has_resolver("toy_model"):
-        # ${toy_model:base} / ${toy_model:teacher}: the shipped toy models, wherever installed.
-        OmegaConf.register_new_resolver("toy_model", _toy_model)
+    # ${toy_model:...} and report_schema are registered by boundlab.builtins (entry layer): the
+    # config layer imports nothing above it.
     if not OmegaConf.has_resolver("basename"):
         # ${basename:${hydra:sweep.dir}}: a sweep's W&B group is named after its sweep dir.
         OmegaConf.register_new_resolver("basename", lambda p: str(p).rstrip("/").rsplit("/", 1)[-1])
@@ -334,18 +327,21 @@ def register_configs() -> None:
                         ("sampler", SamplerConfig), ("logger", LoggerConfig), ("algo", AlgoConfig),
                         ("backend", BackendConfig)):
         cs.store(group="schema", name=group, node=node)
-    try:  # report.py's schema lives beside the report code
-        from boundlab.report.schema import ReportMain
-    except ImportError:  # pragma: no cover
-        ReportMain = None
-    if ReportMain is not None:
-        cs.store(name="report_schema", node=ReportMain)
 
 
 def to_dict(cfg: Any) -> dict:
     from omegaconf import OmegaConf
 
     return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+
+
+def with_updates(node: Any, **updates: Any) -> Any:
+    """A plain copy of a config node with some values replaced (the node itself is not touched)."""
+    from types import SimpleNamespace
+
+    d = dict(to_dict(node))
+    d.update(updates)
+    return SimpleNamespace(**d)
 
 
 class ConfigError(ValueError):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from boundlab.probe.boundary import compare, crossing_k
+from boundlab.probe.compare import compare, crossing_k
 from boundlab.probe.curves import compute_curve
 from boundlab.probe.runner import ProbeResult
 

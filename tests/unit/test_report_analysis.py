@@ -125,7 +125,7 @@ def test_crossing_ci_from_counts_brackets_the_point_and_can_reach_beyond_n():
     nn = np.full(10, n)
     base_pp, model_pp = pass_at_k_matrix(nn, c_base, n), pass_at_k_matrix(nn, c_model, n)
     cr = A.crossing_with_ci(base_pp, model_pp, iters=500, seed=1)
-    from boundlab.probe.boundary import crossing_k
+    from boundlab.probe.compare import crossing_k
 
     assert cr.status == A.CROSSES
     assert cr.k == pytest.approx(crossing_k(base_pp.mean(0), model_pp.mean(0)))

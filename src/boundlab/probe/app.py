@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -12,42 +11,17 @@ from boundlab.probe.answer_stats import summary_lines
 from boundlab.probe.curves import write_passk_csv, write_problems_csv
 from boundlab.probe.estimator import powers_of_two
 from boundlab.probe.runner import (ProbeResult, export_prompts, probe_model, score_samples_file)
+from boundlab.probe.spec import gen_settings, load_task, set_threads  # noqa: F401 - used by report
 from boundlab.probe.store import Store
-from boundlab.sampling.base import GenSettings
-from boundlab.tasks import Task, build_task
+from boundlab.tasks import Task
 from boundlab.tracking.names import PROBE, PROBE_STEP, passk_key
-
-
-def set_threads(n: int | None) -> int:
-    """One intra-op thread per core: oversubscribing two cores is far slower than using one."""
-    import torch
-
-    n = n or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-    torch.set_num_threads(n)
-    return n
-
-
-def load_task(cfg: Any) -> Task:
-    task = build_task(cfg.task)
-    if cfg.probe.limit:
-        task = task.with_problems(task.problems[: cfg.probe.limit])
-    return task
-
-
-def gen_settings(p: Any) -> GenSettings:
-    return GenSettings(temperature=p.temperature, top_p=p.top_p, max_new_tokens=p.max_new_tokens,
-                       stop=tuple(p.stop))
 
 
 def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    if cfg.watch:
-        from boundlab.probe.watch import watch
-        from boundlab.training.lock import watcher_lock
-
-        with watcher_lock(cfg.watch):  # one prober per run dir: a second watcher stops here
-            return watch(cfg.watch, cfg.watch_poll_s, cfg.watch_timeout_s, cfg.sampler)
+    if cfg.watch:  # the entry layer (boundlab.apps) runs the watcher; it lives above probing
+        raise ValueError("probe.app.run does not watch: call boundlab.apps.probe_run")
     task = load_task(cfg)
 
     if cfg.export:

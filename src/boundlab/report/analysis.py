@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from boundlab.probe.boundary import crossing_k
+from boundlab.probe.compare import crossing_k
 from boundlab.probe.curves import compute_curve
 from boundlab.probe.estimator import bootstrap_diff_ci, powers_of_two
 
