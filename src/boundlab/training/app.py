@@ -36,7 +36,7 @@ def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.rundir import lock
     from boundlab.rundir.checkpoints import finished_line
 
-    with lock.training_locks(run_dir, cfg):  # one trainer per run dir; see training/lock.py
+    with lock.training_locks(run_dir, cfg):  # one trainer per run dir; see rundir/lock.py
         if cfg.resume is not None and (Path(run_dir) / DONE_MARKER).exists():
             print(finished_line(Path(run_dir), cfg), flush=True)  # a finished run trains nothing
             return {"run_dir": str(run_dir), "rows": [], "finished": True}
