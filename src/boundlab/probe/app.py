@@ -14,7 +14,7 @@ from boundlab.probe.runner import (ProbeResult, export_prompts, probe_model, sco
 from boundlab.probe.spec import gen_settings, load_task, set_threads  # noqa: F401 - used by report
 from boundlab.probe.store import Store
 from boundlab.tasks import Task
-from boundlab.tracking.names import PROBE, PROBE_STEP, passk_key
+from boundlab.tracking.names import PROBE, PROBE_STEP, metric_key, passk_key
 
 
 def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
@@ -102,16 +102,16 @@ def write_outputs(result: ProbeResult, run_dir: Path, title: str, prefix: str = 
 def passk_metrics(result: ProbeResult, prefix: str = PROBE) -> dict[str, float]:
     cur = result.curve
     m = {passk_key(k, prefix): cur.at(k) for k in powers_of_two(cur.kmax)}
-    m[f"{prefix}/pass@n"] = cur.at(cur.kmax)
-    m[f"{prefix}/n"] = cur.kmax
-    m[f"{prefix}/solvable"] = len(result.solvable)
-    m[f"{prefix}/problems"] = len(result.problem_ids)
+    m[metric_key(prefix, "pass@n")] = cur.at(cur.kmax)
+    m[metric_key(prefix, "n")] = cur.kmax
+    m[metric_key(prefix, "solvable")] = len(result.solvable)
+    m[metric_key(prefix, "problems")] = len(result.problem_ids)
     if result.answers is not None:
-        m[f"{prefix}/boxed_share"] = result.answers.boxed_share
-        m[f"{prefix}/truncated_share"] = result.answers.truncated_share
+        m[metric_key(prefix, "boxed_share")] = result.answers.boxed_share
+        m[metric_key(prefix, "truncated_share")] = result.answers.truncated_share
     if result.curve_strict is not None:
         for k in powers_of_two(cur.kmax):
-            m[f"{prefix}/strict/pass@{k}"] = result.curve_strict.at(k)
+            m[metric_key(prefix, "strict", f"pass@{k}")] = result.curve_strict.at(k)
     return m
 
 
@@ -121,14 +121,15 @@ def log_probe(logger: Any, result: ProbeResult, step: int, run_dir: Path) -> Non
     metrics[PROBE_STEP] = step
     logger.log(metrics)
     cur = result.curve
-    logger.log_line_plot("probe/passk_curve", cur.ks.tolist(), {"pass@k": cur.pass_at_k.tolist()},
+    logger.log_line_plot(metric_key(PROBE, "passk_curve"), cur.ks.tolist(),
+                         {"pass@k": cur.pass_at_k.tolist()},
                          title="pass@k", xname="k", step_metrics={PROBE_STEP: step})
-    logger.log_table("probe/problems", ["problem_id", "n", "c"],
+    logger.log_table(metric_key(PROBE, "problems"), ["problem_id", "n", "c"],
                      [[pid, int(n), int(c)] for pid, n, c in zip(result.problem_ids, result.n, result.c)],
                      extra={PROBE_STEP: step})
     png = run_dir / "passk.png"
     if png.exists():
-        logger.log_image("probe/passk_plot", png, extra={PROBE_STEP: step})
+        logger.log_image(metric_key(PROBE, "passk_plot"), png, extra={PROBE_STEP: step})
     logger.update_summary(metrics)
 
 
