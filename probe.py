@@ -7,6 +7,7 @@ completions made elsewhere, no model).
 import hydra
 from hydra.core.hydra_config import HydraConfig
 
+import boundlab.builtins  # noqa: F401 - registers every built-in plug-in (one list)
 from boundlab.cli import friendly_errors, known_choices
 from boundlab.config import ProbeMain, check_keys, register_configs
 from boundlab.probe.fit import fit_probe_settings
@@ -19,7 +20,7 @@ register_configs()
 @hydra.main(version_base="1.3", config_path="conf", config_name="probe")
 @friendly_errors
 def main(cfg):
-    from boundlab.probe.app import run
+    from boundlab.apps import probe_run as run
 
     check_keys(cfg)
     cfg = fit_probe_settings(cfg, "probe")

@@ -3,6 +3,7 @@
 
 import hydra
 
+import boundlab.builtins  # noqa: F401 - registers every built-in plug-in (one list)
 from boundlab.cli import friendly_errors, known_choices
 from boundlab.config import check_keys, register_configs
 from boundlab.report.schema import ReportMain

@@ -1,7 +1,7 @@
 """Train with RL or distillation and probe every checkpoint: `python train.py algo=grpo`.
 
 `python train.py resume=RUN_DIR` does not go through Hydra (which would create a run dir first):
-boundlab.training.resume runs it with the run's own saved config.
+boundlab.resume runs it with the run's own saved config.
 """
 
 import sys
@@ -9,6 +9,7 @@ import sys
 import hydra
 from hydra.core.hydra_config import HydraConfig
 
+import boundlab.builtins  # noqa: F401 - registers every built-in plug-in (one list)
 from boundlab.cli import friendly_errors, known_choices
 from boundlab.config import TrainMain, check_keys, register_configs
 from boundlab.probe.fit import fit_probe_settings
@@ -21,7 +22,7 @@ register_configs()
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 @friendly_errors
 def main(cfg):
-    from boundlab.training.app import run
+    from boundlab.apps import train_run as run
 
     check_keys(cfg)
     cfg = fit_probe_settings(cfg, "train")
@@ -30,7 +31,7 @@ def main(cfg):
 
 
 if __name__ == "__main__":
-    from boundlab.training import resume
+    from boundlab import resume
 
     if resume.requested(sys.argv[1:]):
         sys.exit(resume.main(sys.argv[1:]))

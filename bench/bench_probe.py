@@ -125,6 +125,7 @@ def main() -> None:
     threads = args.threads or len(os.sched_getaffinity(0))
     torch.set_num_threads(threads)
 
+    import boundlab.builtins  # noqa: F401 - the task and verifier registries
     from boundlab.tasks import build_task
 
     with tempfile.TemporaryDirectory() as d:

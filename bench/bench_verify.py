@@ -16,6 +16,7 @@ import json
 import random
 import time
 
+import boundlab.builtins  # noqa: F401 - the task and verifier registries
 from boundlab.tasks import build_task
 from boundlab.tasks.base import Problem
 from boundlab.verify.extract import extract_math_answer

@@ -7,6 +7,10 @@ from pathlib import Path
 
 import pytest
 
+# What the entry points do first: register every built-in task, verifier, sampler, algorithm and the
+# toy world (the core registries import none of them).
+import boundlab.builtins  # noqa: E402,F401
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -18,7 +18,7 @@ from boundlab.config import ConfigError
 from boundlab.errors import UserError
 from boundlab.models import ModelNotFound
 from boundlab.tasks.jsonl import DataError
-from boundlab.training.lock import RunDirBusy
+from boundlab.rundir.lock import RunDirBusy
 
 USER_ERRORS = (ConfigError, ModelNotFound, DataError, FileNotFoundError, UserError,
                RunDirBusy)

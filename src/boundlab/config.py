@@ -23,6 +23,7 @@ class ModelConfig:
     # For models that ship as a GGUF file inside a PyPI package: the package and the file in it.
     # The GGUF is converted once into a plain HF folder under `cache_dir`.
     gguf_package: Optional[str] = None
+    # The GGUF file's name inside gguf_package.
     gguf_file: Optional[str] = None
     # Where converted models are cached.
     cache_dir: str = "${oc.env:BOUNDLAB_CACHE,${oc.env:HOME}/.cache/boundlab}/models"
@@ -30,6 +31,7 @@ class ModelConfig:
     dtype: str = "auto"
     # Let transformers download from the Hub. Off by default: nothing reaches a hub unless asked.
     allow_download: bool = False
+    # Run model code shipped with the checkpoint (only for models that need it).
     trust_remote_code: bool = False
 
 
@@ -96,17 +98,38 @@ class SamplerConfig:
 class LoggerConfig:
     # wandb or none.
     name: str = "wandb"
+    # W&B project.
     project: str = "boundlab"
+    # W&B entity (team or user); null = the account's default.
     entity: Optional[str] = None
     # W&B group (a sweep's runs share one) and job type.
     group: Optional[str] = None
+    # W&B job type; null = the algorithm's name (training) or probe (the watcher).
     job_type: Optional[str] = None
+    # W&B run name; null = W&B's generated name.
     run_name: Optional[str] = None
+    # W&B tags.
     tags: list[str] = field(default_factory=list)
     # null = online when credentials exist, else offline. WANDB_MODE always wins.
     mode: Optional[str] = None
     # Resume this run id (a detached probe worker logs into the training run this way).
     run_id: Optional[str] = None
+    # W&B's resume policy for run_id (must, allow, never); null = allow when run_id is set.
+    resume: Optional[str] = None
+    # W&B run notes (a line shown on the run's page).
+    notes: Optional[str] = None
+    # Where W&B writes its files; null = the run dir.
+    dir: Optional[str] = None
+    # W&B console capture (off, wrap, redirect): off, since our stdout goes to Hydra's log.
+    console: str = "off"
+    # Log W&B's system metrics (GPU, CPU, memory) beside ours.
+    system_stats: bool = True
+    # Seconds wandb.init waits for its backend; null = W&B's default (90).
+    init_timeout: Optional[float] = None
+    # Seconds finish() waits for W&B to close the run file.
+    finish_wait_s: float = 30.0
+    # Only the process with RANK 0 logs; the other ranks get the no-op logger.
+    rank_zero_only: bool = True
 
 
 @dataclass
@@ -128,6 +151,7 @@ class VerifyConfig:
     extraction: str = "lenient"
     # Code: wall-clock limit per program (s) and its memory cap (MB).
     timeout_s: float = 3.0
+    # Code: the memory cap per program, MB.
     memory_mb: int = 1024
     # Code: run without bubblewrap isolation (loudly warned; never chosen silently).
     allow_weak_isolation: bool = False
@@ -136,12 +160,19 @@ class VerifyConfig:
 @dataclass
 class ProbingMain:
     """What every entry point that probes shares: the model, the task and how to probe it."""
+    # The model to probe (and, in training, the base model).
     model: ModelConfig = field(default_factory=ModelConfig)
+    # The task: problems, prompt template, verifier.
     task: TaskConfig = field(default_factory=TaskConfig)
+    # How to probe: n, sampling settings, seed, limit, bootstrap.
     probe: ProbeSettings = field(default_factory=ProbeSettings)
+    # The sampling engine (hf, vllm) and its settings.
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
+    # Where metrics go (wandb, none).
     logger: LoggerConfig = field(default_factory=LoggerConfig)
+    # The probe store (SQLite): per-problem (n, c) and the samples.
     store: StoreConfig = field(default_factory=StoreConfig)
+    # Verifier settings (math deadlines and extraction, code limits).
     verify: VerifyConfig = field(default_factory=VerifyConfig)
 
 
@@ -156,6 +187,7 @@ class ProbeMain(ProbingMain):
     watch: Optional[str] = None
     # How often the watcher looks for new checkpoints, and when it gives up (null = never).
     watch_poll_s: float = 10.0
+    # Seconds after which the watcher gives up (null = never).
     watch_timeout_s: Optional[float] = None
 
 
@@ -191,6 +223,7 @@ class PolicyGradientConfig:
     scale_rewards: str = "group"
     # PPO-style clip range; epsilon_high (DAPO's clip-higher) defaults to epsilon when null.
     epsilon: float = 0.2
+    # DAPO's clip-higher upper clip range; null = epsilon.
     epsilon_high: Optional[float] = None
     # Policy updates per generated batch (PPO epochs).
     num_iterations: int = 1
@@ -212,13 +245,16 @@ class OnPolicyConfig(PolicyGradientConfig):
     max_refill_rounds: int = 4
     # DAPO overlong shaping: a linear penalty over the last `overlong_buffer` tokens before the limit.
     overlong_buffer: int = 0
+    # DAPO overlong shaping: the penalty reached at the length limit.
     overlong_penalty: float = 1.0
     # PPO: GAE discount and trace decay. gamma=1 (no discounting within an episode, reward at the end),
     # lam=0.95 trades a little bias for much lower variance than lam=1.
     gamma: float = 1.0
+    # PPO: GAE trace decay (see gamma above).
     lam: float = 0.95
     # PPO: value loss weight and value clip range.
     vf_coef: float = 0.1
+    # PPO: value clip range.
     cliprange_value: float = 0.2
     # PPO: the learned value model.
     critic: CriticConfig = field(default_factory=CriticConfig)
@@ -230,6 +266,7 @@ class DistillConfig:
     # Teacher samples per training problem, and the most verified, distinct traces kept per problem
     # (rejection sampling, then de-duplication, then the cap). sft_distill only.
     teacher_samples: int = 8
+    # Distillation: most verified, distinct traces kept per problem (see teacher_samples).
     max_traces_per_problem: int = 4
     # Sampling temperature of the teacher when it writes traces. sft_distill only.
     teacher_temperature: float = 1.0
@@ -255,10 +292,15 @@ class AlgoConfig:
     temperature: float = 1.0
     # Completions per device per optimizer step (a multiple of rollouts).
     per_device_train_batch_size: int = 32
+    # Batches accumulated per optimizer step.
     gradient_accumulation_steps: int = 1
+    # AdamW weight decay.
     weight_decay: float = 0.0
+    # Learning-rate warmup steps.
     warmup_steps: int = 0
+    # Gradient clipping norm.
     max_grad_norm: float = 1.0
+    # Learning-rate schedule (HF names: constant, linear, cosine, ...).
     lr_scheduler_type: str = "constant"
     # TRL GRPO family (grpo, dr_grpo, rloo).
     grpo: GRPOFamilyConfig = field(default_factory=GRPOFamilyConfig)
@@ -323,8 +365,11 @@ class BackendConfig:
 class PeftConfig:
     # Train LoRA adapters instead of all weights (large models).
     enabled: bool = False
+    # LoRA rank.
     r: int = 16
+    # LoRA scaling alpha.
     alpha: int = 32
+    # LoRA dropout.
     dropout: float = 0.05
     # Module names to adapt; "all-linear" adapts every linear layer.
     target_modules: str = "all-linear"
@@ -356,29 +401,27 @@ class TrainLoop:
 
 @dataclass
 class TrainMain(ProbingMain):
+    # The training algorithm and its settings.
     algo: AlgoConfig = field(default_factory=AlgoConfig)
+    # The KL penalty to the reference model.
     kl: KLConfig = field(default_factory=KLConfig)
     # The teacher for distillation (sft_distill, onpolicy_distill); unused by RL algorithms.
     teacher: ModelConfig = field(default_factory=ModelConfig)
+    # Where and how training runs (cpu, gpu, zero2, zero3).
     backend: BackendConfig = field(default_factory=BackendConfig)
+    # LoRA adapters instead of full fine-tuning.
     peft: PeftConfig = field(default_factory=PeftConfig)
+    # The training loop: steps, saves, probing mode.
     train: TrainLoop = field(default_factory=TrainLoop)
     # Resume this run dir (its latest complete checkpoint, the same W&B run). null = a new run.
     resume: Optional[str] = None
 
 
-def _toy_model(which: str = "base") -> str:
-    from boundlab.toyworld import paths
-
-    return str({"base": paths.base_model_dir, "teacher": paths.teacher_model_dir}[which]())
-
-
 def register_configs() -> None:
     from omegaconf import OmegaConf
 
-    if not OmegaConf.has_resolver("toy_model"):
-        # ${toy_model:base} / ${toy_model:teacher}: the shipped toy models, wherever installed.
-        OmegaConf.register_new_resolver("toy_model", _toy_model)
+    # ${toy_model:...} and report_schema are registered by boundlab.builtins (entry layer): the
+    # config layer imports nothing above it.
     if not OmegaConf.has_resolver("basename"):
         # ${basename:${hydra:sweep.dir}}: a sweep's W&B group is named after its sweep dir.
         OmegaConf.register_new_resolver("basename", lambda p: str(p).rstrip("/").rsplit("/", 1)[-1])
@@ -399,18 +442,21 @@ def register_configs() -> None:
                         ("sampler", SamplerConfig), ("logger", LoggerConfig), ("algo", AlgoConfig),
                         ("backend", BackendConfig)):
         cs.store(group="schema", name=group, node=node)
-    try:  # report.py's schema lives beside the report code
-        from boundlab.report.schema import ReportMain
-    except ImportError:  # pragma: no cover
-        ReportMain = None
-    if ReportMain is not None:
-        cs.store(name="report_schema", node=ReportMain)
 
 
 def to_dict(cfg: Any) -> dict:
     from omegaconf import OmegaConf
 
     return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+
+
+def with_updates(node: Any, **updates: Any) -> Any:
+    """A plain copy of a config node with some values replaced (the node itself is not touched)."""
+    from types import SimpleNamespace
+
+    d = dict(to_dict(node))
+    d.update(updates)
+    return SimpleNamespace(**d)
 
 
 class ConfigError(ValueError):

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from boundlab.tracking import read_offline_run
-from boundlab.training.checkpoints import checkpoints
+from boundlab.rundir.checkpoints import checkpoints
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ["debug=smoke", "train.max_steps=6", "backend.torch_threads=1"]
@@ -117,7 +117,7 @@ def test_inline_probe_never_changes_training_and_a_killed_run_resumes_identicall
 
 
 def _tolerant_rows(run_dir: Path) -> list[tuple[str, int]]:
-    from boundlab.rundir_io import read_jsonl
+    from boundlab.rundir.io import read_jsonl
 
     return [(r["kind"], r["step"]) for r in read_jsonl(run_dir / "probes.jsonl")]
 

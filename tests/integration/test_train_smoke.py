@@ -102,7 +102,7 @@ def test_detached_probe_worker_probes_every_checkpoint_into_the_same_run(tmp_pat
                  f"hydra.run.dir={run_dir}")
     assert not (run_dir / "probes.jsonl").exists()  # training itself probed nothing
     # The watcher's work list is the complete checkpoints (there is no queue file).
-    from boundlab.training.checkpoints import checkpoints
+    from boundlab.rundir.checkpoints import checkpoints
     assert [step for step, _ in checkpoints(run_dir / "checkpoints")] == [2, 4]
     assert not (run_dir / "probe_queue.jsonl").exists()
     worker = subprocess.run([sys.executable, str(ROOT / "probe.py"), f"watch={run_dir}",

@@ -3,7 +3,8 @@ console, with the max_new_tokens warning."""
 
 import csv
 
-from boundlab.probe.boundary import BoundaryTracker
+from boundlab.boundary.tracker import build_tracker
+from boundlab.probe.spec import ProbeSpec
 from boundlab.probe.store import Store
 from boundlab.sampling.base import Completion, GenSettings
 from boundlab.tasks.base import Problem, Task
@@ -57,10 +58,10 @@ def test_shares_per_checkpoint(tmp_path, capsys):
     verifier = build_verifier("math", workers=1)
     logger = Recorder()
     try:
-        tr = BoundaryTracker(tmp_path / "run", task, store, verifier, logger,
-                             lambda d: (ScriptedSampler(d), None), n=4,
-                             gen=GenSettings(max_new_tokens=8), seed=0, bootstrap_iters=10,
-                             progress=False)
+        tr = build_tracker(tmp_path / "run", task, store, verifier, logger,
+                               lambda d: (ScriptedSampler(d), None),
+                               ProbeSpec(n=4, gen=GenSettings(max_new_tokens=8), seed=0,
+                                         bootstrap_iters=10), progress=False)
         (tmp_path / "run").mkdir(exist_ok=True)
         tr.probe_base(str(tmp_path / "base"))
         tr.probe_checkpoint(5, str(tmp_path / "ckpt"))

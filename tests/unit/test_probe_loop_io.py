@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from boundlab import rundir_io
-from boundlab.rundir_io import RunDirError, append_jsonl, atomic_write_text, read_json, read_jsonl
+from boundlab.rundir import io as rundir_io
+from boundlab.rundir.io import RunDirError, append_jsonl, atomic_write_text, read_json, read_jsonl
 
 ROWS = [{"step": 0, "kind": "base"}, {"step": 2, "kind": "checkpoint"}]
 GOOD = "".join(json.dumps(r) + "\n" for r in ROWS)
@@ -105,7 +105,7 @@ def test_read_json_names_a_corrupt_file(tmp_path):
 
 
 def _ckpts(root, steps):
-    from boundlab.training.checkpoints import mark_complete
+    from boundlab.rundir.checkpoints import mark_complete
 
     for s in steps:
         d = root / f"checkpoint-{s}"
@@ -115,7 +115,7 @@ def _ckpts(root, steps):
 
 
 def test_rotation_deletes_only_probed_checkpoints(tmp_path, capsys):
-    from boundlab.training.checkpoints import checkpoints, rotate
+    from boundlab.rundir.checkpoints import checkpoints, rotate
 
     out = tmp_path / "checkpoints"
     _ckpts(out, [2, 4, 6])
@@ -134,7 +134,7 @@ def test_rotation_deletes_only_probed_checkpoints(tmp_path, capsys):
 
 
 def test_marker_is_written_atomically(tmp_path):
-    from boundlab.training.checkpoints import MARKER, is_complete
+    from boundlab.rundir.checkpoints import MARKER, is_complete
 
     _ckpts(tmp_path, [2])
     d = tmp_path / "checkpoint-2"

@@ -19,8 +19,8 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf, open_dict, read_write
 
 from boundlab.config import register_configs
-from boundlab.training import lock
-from boundlab.training.resume import ResumeError, allowed_text, finished_line, prepare, requested
+from boundlab.rundir import lock
+from boundlab.resume import ResumeError, allowed_text, finished_line, prepare, requested
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 register_configs()
@@ -187,7 +187,7 @@ def test_finished_line(smoke_run):
 
 HOLDER = """
 import sys, time
-from boundlab.training import lock
+from boundlab.rundir import lock
 lock.acquire(sys.argv[1], sys.argv[2], "holder.py")
 print("held", flush=True)
 time.sleep(600)

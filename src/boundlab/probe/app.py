@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -12,42 +11,17 @@ from boundlab.probe.answer_stats import summary_lines
 from boundlab.probe.curves import write_passk_csv, write_problems_csv
 from boundlab.probe.estimator import powers_of_two
 from boundlab.probe.runner import (ProbeResult, export_prompts, probe_model, score_samples_file)
+from boundlab.probe.spec import gen_settings, load_task, set_threads  # noqa: F401 - used by report
 from boundlab.probe.store import Store
-from boundlab.sampling.base import GenSettings
-from boundlab.tasks import Task, build_task
-from boundlab.tracking.names import PROBE, PROBE_STEP, passk_key
-
-
-def set_threads(n: int | None) -> int:
-    """One intra-op thread per core: oversubscribing two cores is far slower than using one."""
-    import torch
-
-    n = n or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-    torch.set_num_threads(n)
-    return n
-
-
-def load_task(cfg: Any) -> Task:
-    task = build_task(cfg.task)
-    if cfg.probe.limit:
-        task = task.with_problems(task.problems[: cfg.probe.limit])
-    return task
-
-
-def gen_settings(p: Any) -> GenSettings:
-    return GenSettings(temperature=p.temperature, top_p=p.top_p, max_new_tokens=p.max_new_tokens,
-                       stop=tuple(p.stop))
+from boundlab.tasks import Task
+from boundlab.tracking.names import PROBE, PROBE_STEP, metric_key, passk_key
 
 
 def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    if cfg.watch:
-        from boundlab.probe.watch import watch
-        from boundlab.training.lock import watcher_lock
-
-        with watcher_lock(cfg.watch):  # one prober per run dir: a second watcher stops here
-            return watch(cfg.watch, cfg.watch_poll_s, cfg.watch_timeout_s, cfg.sampler)
+    if cfg.watch:  # the entry layer (boundlab.apps) runs the watcher; it lives above probing
+        raise ValueError("probe.app.run does not watch: call boundlab.apps.probe_run")
     task = load_task(cfg)
 
     if cfg.export:
@@ -128,16 +102,16 @@ def write_outputs(result: ProbeResult, run_dir: Path, title: str, prefix: str = 
 def passk_metrics(result: ProbeResult, prefix: str = PROBE) -> dict[str, float]:
     cur = result.curve
     m = {passk_key(k, prefix): cur.at(k) for k in powers_of_two(cur.kmax)}
-    m[f"{prefix}/pass@n"] = cur.at(cur.kmax)
-    m[f"{prefix}/n"] = cur.kmax
-    m[f"{prefix}/solvable"] = len(result.solvable)
-    m[f"{prefix}/problems"] = len(result.problem_ids)
+    m[metric_key(prefix, "pass@n")] = cur.at(cur.kmax)
+    m[metric_key(prefix, "n")] = cur.kmax
+    m[metric_key(prefix, "solvable")] = len(result.solvable)
+    m[metric_key(prefix, "problems")] = len(result.problem_ids)
     if result.answers is not None:
-        m[f"{prefix}/boxed_share"] = result.answers.boxed_share
-        m[f"{prefix}/truncated_share"] = result.answers.truncated_share
+        m[metric_key(prefix, "boxed_share")] = result.answers.boxed_share
+        m[metric_key(prefix, "truncated_share")] = result.answers.truncated_share
     if result.curve_strict is not None:
         for k in powers_of_two(cur.kmax):
-            m[f"{prefix}/strict/pass@{k}"] = result.curve_strict.at(k)
+            m[metric_key(prefix, "strict", f"pass@{k}")] = result.curve_strict.at(k)
     return m
 
 
@@ -147,14 +121,15 @@ def log_probe(logger: Any, result: ProbeResult, step: int, run_dir: Path) -> Non
     metrics[PROBE_STEP] = step
     logger.log(metrics)
     cur = result.curve
-    logger.log_line_plot("probe/passk_curve", cur.ks.tolist(), {"pass@k": cur.pass_at_k.tolist()},
+    logger.log_line_plot(metric_key(PROBE, "passk_curve"), cur.ks.tolist(),
+                         {"pass@k": cur.pass_at_k.tolist()},
                          title="pass@k", xname="k", step_metrics={PROBE_STEP: step})
-    logger.log_table("probe/problems", ["problem_id", "n", "c"],
+    logger.log_table(metric_key(PROBE, "problems"), ["problem_id", "n", "c"],
                      [[pid, int(n), int(c)] for pid, n, c in zip(result.problem_ids, result.n, result.c)],
                      extra={PROBE_STEP: step})
     png = run_dir / "passk.png"
     if png.exists():
-        logger.log_image("probe/passk_plot", png, extra={PROBE_STEP: step})
+        logger.log_image(metric_key(PROBE, "passk_plot"), png, extra={PROBE_STEP: step})
     logger.update_summary(metrics)
 
 

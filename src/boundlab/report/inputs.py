@@ -15,11 +15,9 @@ from typing import Any
 
 from boundlab.config import ConfigError
 from boundlab.probe.store import Store
-from boundlab.rundir_io import read_json, read_jsonl
+from boundlab.rundir.io import read_json, read_jsonl
 
-PROBES_FILE = "probes.jsonl"
-RUN_INFO = "run_info.json"
-HYDRA_CONFIG = Path(".hydra") / "config.yaml"
+from boundlab.rundir import HYDRA_CONFIG, PROBES_FILE, RUN_INFO
 
 
 @dataclass
@@ -89,7 +87,7 @@ def read_run(path: str | Path) -> RunDir:
         raise FileNotFoundError(f"run dir not found: {path}")
     if not is_run_dir(path):
         raise ConfigError(f"{path} is not a training run dir (no {PROBES_FILE})")
-    # repair=False: the run's trainer or watcher may be writing this file now (see rundir_io).
+    # repair=False: the run's trainer or watcher may be writing this file now (see rundir.io).
     rows = read_jsonl(path / PROBES_FILE, repair=False)
     config = None
     if (path / HYDRA_CONFIG).is_file():

@@ -26,9 +26,14 @@ def _hf(model_cfg: Any, sampler_cfg: Any, model: Any = None, tokenizer: Any = No
 
 @SAMPLERS.register("vllm")
 def _vllm(model_cfg: Any, sampler_cfg: Any, model: Any = None, tokenizer: Any = None) -> Sampler:
-    from boundlab.sampling.vllm import VLLMSampler
+    from boundlab.sampling.vllm import VLLMSampler, save_for_vllm
 
-    return VLLMSampler(model_cfg, sampler_cfg)
+    if model is None:
+        return VLLMSampler(model_cfg, sampler_cfg)
+    # A model built in memory (a LoRA checkpoint merged into its base): vLLM loads only folders,
+    # so it gets a saved copy, deleted when the sampler closes.
+    folder = save_for_vllm(model, tokenizer)
+    return VLLMSampler(model_cfg, sampler_cfg, path=str(folder), owned_dir=folder)
 
 
 def pick_device(name: str) -> str:

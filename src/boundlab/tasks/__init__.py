@@ -1,7 +1,8 @@
 """Tasks by name: `build_task(cfg)` turns a task config into a `Task`.
 
 Adding a task: write a factory `fn(cfg) -> Task` and decorate it with `@TASKS.register("name")`
-in a module imported below, then add `conf/task/<name>.yaml`.
+in its module, list that module in `boundlab/builtins.py`, then add `conf/task/<name>.yaml`.
+This registry imports none of its entries (boundlab.builtins does).
 """
 
 from __future__ import annotations
@@ -12,19 +13,6 @@ from boundlab.registry import Registry
 from boundlab.tasks.base import Problem, Task
 
 TASKS: Registry[Task] = Registry("task")
-
-# Modules that register tasks (import for side effects).
-from boundlab.tasks import jsonl as _jsonl  # noqa: E402,F401
-from boundlab.tasks import mmath as _mmath  # noqa: E402,F401
-
-try:  # the toy world and code tasks register themselves when present
-    from boundlab.toyworld import task as _toy  # noqa: E402,F401
-except ImportError:  # pragma: no cover
-    pass
-try:
-    from boundlab.tasks import code as _code  # noqa: E402,F401
-except ImportError:  # pragma: no cover
-    pass
 
 
 def build_task(cfg: Any) -> Task:

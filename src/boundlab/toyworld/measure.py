@@ -105,6 +105,8 @@ def measure(model_dir: Path, n: int = 64, split: str = "test", limit: int | None
             seed: int = 0, rows_per_batch: int = 512, examples: int = 0) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    import boundlab.toyworld.task  # noqa: F401 - registers toy_arith (run as a script, no builtins)
+    import boundlab.toyworld.verifier  # noqa: F401 - registers the toy verifier
     from boundlab.tasks import build_task
     from boundlab.verify import build_verifier
 

@@ -18,3 +18,17 @@ def base_model_dir() -> Path:
 def teacher_model_dir() -> Path:
     """The teacher for distillation: trained on correct precedence-aware traces only."""
     return assets_dir() / "teacher"
+
+
+def toy_model(which: str = "base") -> str:
+    """The `${toy_model:base}` / `${toy_model:teacher}` resolver of conf/model/toy*.yaml."""
+    return str({"base": base_model_dir, "teacher": teacher_model_dir}[which]())
+
+
+def register_resolver() -> None:
+    """Registers `toy_model` with OmegaConf. Called by boundlab.builtins: the config layer does not
+    know the toy world, which is a plug-in like any other world."""
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.has_resolver("toy_model"):
+        OmegaConf.register_new_resolver("toy_model", toy_model)

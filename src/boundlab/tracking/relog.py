@@ -50,7 +50,7 @@ def lost_train_rows(history: list[dict[str, Any]], log_history: list[dict[str, A
 def relog_lost_train_metrics(logger: Any, run_dir: Path, run_id: str, resume_from: Path | None) -> list[int]:
     """Re-log the `train/*` rows of `resume_from`'s trainer_state.json that the offline run lost.
     Returns the steps re-logged (printed in one line when there are any)."""
-    from boundlab.rundir_io import read_json
+    from boundlab.rundir.io import read_json
     from boundlab.tracking.reader import read_offline_run
 
     state_file = Path(resume_from) / "trainer_state.json" if resume_from else None

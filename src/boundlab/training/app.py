@@ -1,14 +1,7 @@
 """`train.py`: build model, tokenizer, task, reward and algorithm; probe the base and every
 checkpoint; track the boundary in W&B and in the run dir.
 
-Run dir layout:
-    checkpoints/checkpoint-N/   HF checkpoints (marked complete after the save returned)
-    probes.jsonl                one line per finished probe (base, then each checkpoint)
-    boundary.csv, boundary.png  the boundary over training; passk_by_step.png
-    run_info.json               W&B run id, so a resumed run logs into the same run
-    train.lock, probe.lock      flock locks naming the trainer / the prober (training/lock.py)
-    .hydra/resumes.jsonl        one line per `resume=` (the saved config files are never rewritten)
-    wandb/                      the W&B run files
+The run dir's layout and files: boundlab.rundir.
 """
 
 from __future__ import annotations
@@ -19,44 +12,21 @@ from pathlib import Path
 from typing import Any
 
 from boundlab.config import to_dict
-
-RUN_INFO = "run_info.json"
-DONE_MARKER = "training_done"
+from boundlab.config import with_updates as _with
+from boundlab.rundir import CHECKPOINTS_DIR, DONE_MARKER, RUN_INFO
 
 
 def _load_run_info(run_dir: Path) -> dict[str, Any]:
-    from boundlab.rundir_io import read_json
+    from boundlab.rundir.io import read_json
 
     return read_json(run_dir / RUN_INFO, {}, "the W&B run id this run logs into")
 
 
-def _make_sampler_factory(cfg: Any):
-    """model dir -> (HF sampler, tokenizer); a PEFT adapter checkpoint is merged into its base."""
-    from boundlab.models import load_model, load_tokenizer
-    from boundlab.sampling import build_sampler, pick_device
-
-    def make(model_dir: str):
-        mcfg = _with(cfg.model, path=model_dir, gguf_package=None, gguf_file=None)
-        tok = load_tokenizer(mcfg, model_dir)
-        if (Path(model_dir) / "adapter_config.json").is_file():
-            from peft import PeftModel
-
-            from boundlab.models import resolve_model_path
-
-            base = load_model(cfg.model, pick_device(cfg.sampler.device), resolve_model_path(cfg.model),
-                              whole=True)
-            model = PeftModel.from_pretrained(base, model_dir).merge_and_unload()
-            return build_sampler(mcfg, cfg.sampler, model=model, tokenizer=tok), tok
-        return build_sampler(mcfg, cfg.sampler, tokenizer=tok), tok
-
-    return make
-
-
 def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
-    from boundlab.training import lock
-    from boundlab.training.resume import finished_line
+    from boundlab.rundir import lock
+    from boundlab.rundir.checkpoints import finished_line
 
-    with lock.training_locks(run_dir, cfg):  # one trainer per run dir; see training/lock.py
+    with lock.training_locks(run_dir, cfg):  # one trainer per run dir; see rundir/lock.py
         if cfg.resume is not None and (Path(run_dir) / DONE_MARKER).exists():
             print(finished_line(Path(run_dir), cfg), flush=True)  # a finished run trains nothing
             return {"run_dir": str(run_dir), "rows": [], "finished": True}
@@ -66,15 +36,16 @@ def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
 def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.algos import BuildContext, BuildInputs, build as build_trainer
     from boundlab.models import load_model, load_tokenizer, resolve_model_path
-    from boundlab.probe.app import gen_settings, load_task, set_threads
-    from boundlab.probe.boundary import BoundaryTracker
-    from boundlab.probe.callback import ProbeCallback
+    from boundlab.boundary.callback import ProbeCallback
+    from boundlab.boundary.tracker import build_tracker
+    from boundlab.probe.spec import ProbeSpec, load_task, set_threads
     from boundlab.probe.store import Store
-    from boundlab.rundir_io import atomic_write_json
+    from boundlab.rundir.io import atomic_write_json
     from boundlab.tasks import build_task
     from boundlab.tracking import build_logger
     from boundlab.tracking.relog import relog_lost_train_metrics
-    from boundlab.training import checkpoints as ck
+    from boundlab.rundir import checkpoints as ck
+    from boundlab.sampling.checkpoint import sampler_factory
     from boundlab.training.rewards import make_reward_fn
     from boundlab.verify import build_verifier
 
@@ -90,7 +61,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     resuming = cfg.resume is not None
     if resuming and not Path(cfg.resume).is_dir():
         raise FileNotFoundError(f"resume={cfg.resume}: no such run dir")
-    ckpt_dir = run_dir / "checkpoints"
+    ckpt_dir = run_dir / CHECKPOINTS_DIR
     resume_from = ck.latest_complete(ckpt_dir) if resuming else None
     for bad in ck.incomplete(ckpt_dir):
         print(f"[boundlab] ignoring incomplete checkpoint {bad} (killed mid-save)", flush=True)
@@ -109,9 +80,8 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         atomic_write_json(run_dir / RUN_INFO, info)
 
         base_dir = resolve_model_path(cfg.model)
-        tracker = BoundaryTracker(run_dir, probe_task, store, verifier, logger,
-                                  _make_sampler_factory(cfg), cfg.probe.n, gen_settings(cfg.probe),
-                                  cfg.probe.seed, cfg.probe.bootstrap_iters, cfg.probe.ci)
+        tracker = build_tracker(run_dir, probe_task, store, verifier, logger,
+                                sampler_factory(cfg.model, cfg.sampler), ProbeSpec.from_config(cfg.probe))
         print(f"[boundlab] run dir {run_dir}; {threads} torch thread(s); "
               f"probing {len(probe_task)} problems x n={cfg.probe.n} per checkpoint", flush=True)
         if resuming and logger.mode == "offline":
@@ -172,14 +142,6 @@ def _relog_lost_probes(tracker: Any, run_dir: Path, run_id: str) -> None:
     if relogged:
         print(f"[boundlab] re-logged probes at steps {relogged} that the killed run had not flushed to W&B",
               flush=True)
-
-
-def _with(node: Any, **updates: Any) -> Any:
-    from types import SimpleNamespace
-
-    d = dict(to_dict(node))
-    d.update(updates)
-    return SimpleNamespace(**d)
 
 
 def _dataset(task: Any, tok: Any):

@@ -1,7 +1,7 @@
 """Verifiers by name: `build_verifier("math")` -> a `Verifier`.
 
-Adding a verifier: subclass `Verifier`, register a factory with `@VERIFIERS.register("name")` in a
-module imported below. Factories take keyword options from the `verifier` config.
+Adding a verifier: subclass `Verifier`, register a factory with `@VERIFIERS.register("name")` in its
+module, and list that module in `boundlab/builtins.py` (this registry imports none of its entries). Factories take keyword options from the `verifier` config.
 """
 
 from __future__ import annotations
@@ -12,18 +12,6 @@ from boundlab.registry import Registry
 from boundlab.verify.base import Verdict, Verifier
 
 VERIFIERS: Registry[Verifier] = Registry("verifier")
-
-from boundlab.verify import exact as _exact  # noqa: E402,F401
-from boundlab.verify import math as _math  # noqa: E402,F401
-
-try:  # code sandbox and the toy world register themselves when present
-    from boundlab.verify import code as _code  # noqa: E402,F401
-except ImportError:  # pragma: no cover
-    pass
-try:
-    from boundlab.toyworld import verifier as _toy  # noqa: E402,F401
-except ImportError:  # pragma: no cover
-    pass
 
 
 def build_verifier(name: str, **options: Any) -> Verifier:

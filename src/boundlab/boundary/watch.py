@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from boundlab.config import to_dict
+from boundlab.config import to_dict, with_updates
+from boundlab.rundir import CHECKPOINTS_DIR, DONE_MARKER, HYDRA_CONFIG, RUN_INFO
 
 
 def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = None,
@@ -24,20 +25,20 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
     training run's: the worker may sample with vLLM on its own GPU while training used HF."""
     from omegaconf import OmegaConf
 
+    from boundlab.boundary.tracker import build_tracker
     from boundlab.models import resolve_model_path
-    from boundlab.probe.app import gen_settings, load_task, set_threads
-    from boundlab.probe.boundary import BoundaryTracker
+    from boundlab.probe.spec import ProbeSpec, load_task, set_threads
     from boundlab.probe.store import Store
+    from boundlab.rundir import checkpoints as ck
+    from boundlab.rundir.io import read_json
+    from boundlab.sampling.checkpoint import sampler_factory
     from boundlab.tracking import build_logger
-    from boundlab.training import checkpoints as ck
-    from boundlab.training.app import DONE_MARKER, RUN_INFO, _make_sampler_factory, _with
-    from boundlab.rundir_io import read_json
     from boundlab.verify import build_verifier
 
     run_dir = Path(run_dir)
-    cfg_file = run_dir / ".hydra" / "config.yaml"
+    cfg_file = run_dir / HYDRA_CONFIG
     if not cfg_file.is_file():
-        raise FileNotFoundError(f"watch={run_dir}: not a training run dir (no .hydra/config.yaml)")
+        raise FileNotFoundError(f"watch={run_dir}: not a training run dir (no {HYDRA_CONFIG})")
     cfg = OmegaConf.load(cfg_file)
     if sampler_cfg is not None:
         cfg.sampler = sampler_cfg
@@ -46,23 +47,22 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
     task = load_task(cfg)
     store = Store(cfg.store.path)
     verifier = build_verifier(task.verifier, **to_dict(cfg.verify))
-    logger = build_logger(_with(cfg.logger, run_id=info.get("wandb_run_id"), job_type="probe"),
+    logger = build_logger(with_updates(cfg.logger, run_id=info.get("wandb_run_id"), job_type="probe"),
                           run_dir, to_dict(cfg))
     try:
-        tracker = BoundaryTracker(run_dir, task, store, verifier, logger, _make_sampler_factory(cfg),
-                                  cfg.probe.n, gen_settings(cfg.probe), cfg.probe.seed,
-                                  cfg.probe.bootstrap_iters, cfg.probe.ci)
+        tracker = build_tracker(run_dir, task, store, verifier, logger,
+                                sampler_factory(cfg.model, cfg.sampler), ProbeSpec.from_config(cfg.probe))
         tracker.probe_base(resolve_model_path(cfg.model))
         start = time.time()
         print(f"[boundlab] watching {run_dir} for checkpoints (every {poll_s:.0f} s)", flush=True)
         while True:
             finished = (run_dir / DONE_MARKER).exists()  # read before listing: no race at the end
-            for step, path in ck.checkpoints(run_dir / "checkpoints"):
+            for step, path in ck.checkpoints(run_dir / CHECKPOINTS_DIR):
                 if step not in tracker.done_steps():
                     tracker.probe_checkpoint(step, str(path))
             limit = OmegaConf.select(cfg, "train.save_total_limit")
             if limit:
-                ck.rotate(run_dir / "checkpoints", limit, tracker.done_steps())
+                ck.rotate(run_dir / CHECKPOINTS_DIR, limit, tracker.done_steps())
             if finished:
                 break
             if timeout_s is not None and time.time() - start > timeout_s:

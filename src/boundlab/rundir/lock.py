@@ -32,8 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-TRAIN_LOCK = "train.lock"
-PROBE_LOCK = "probe.lock"
+from boundlab.rundir import PROBE_LOCK, TRAIN_LOCK
 
 # Locks this process holds: lock file -> [fd, depth]. Re-entrant because a resume takes the train
 # lock before it records itself, then the training function takes it again; a second flock on a

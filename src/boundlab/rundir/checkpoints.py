@@ -17,10 +17,11 @@ import os
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
-from boundlab.rundir_io import atomic_write_text
-
-MARKER = "boundlab_complete"
+from boundlab.rundir import CHECKPOINT_COMPLETE as MARKER
+from boundlab.rundir import CHECKPOINTS_DIR
+from boundlab.rundir.io import atomic_write_text
 _CKPT = re.compile(r"^checkpoint-(\d+)$")
 
 
@@ -94,3 +95,11 @@ def rotate(output_dir: Path, limit: int | None, probed: set[int], keep: set[Path
         print(f"[boundlab] save_total_limit={limit}: keeping {len(done) - len(deleted)} checkpoints; "
               f"steps {waiting} are not probed yet and are deleted once they are", flush=True)
     return deleted
+
+
+def finished_line(run_dir: Path, cfg: Any) -> str:
+    """The one line a resumed, already finished run prints before it exits 0."""
+    last = latest_complete(run_dir / CHECKPOINTS_DIR)
+    at = f"its latest checkpoint is step {step_of(last)}" if last is not None else "no checkpoint"
+    return (f"[boundlab] {run_dir} already finished training (max_steps={cfg.train.max_steps}; "
+            f"{at}): nothing to train")

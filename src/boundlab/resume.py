@@ -30,6 +30,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from boundlab.rundir import HYDRA_CONFIG, HYDRA_DIR, HYDRA_RUNTIME, RESUMES_FILE
+# finished_line: what a resumed, finished run prints; training prints it too, so it lives below both.
+from boundlab.rundir.checkpoints import finished_line  # noqa: F401
+
 # Settings a resume may change: they decide how fast or where things run, not what is trained,
 # sampled or scored. Everything else a run's results depend on, including some that look harmless:
 #   sampler.batch_size   sets the chunks and each chunk's sampling seed, so it changes the samples;
@@ -45,7 +49,6 @@ ALLOWED: dict[str, tuple[str, ...] | None] = {
     "logger.mode": ("online", "offline"),  # where W&B writes; "disabled" would lose the run's id
 }
 
-RESUMES_FILE = "resumes.jsonl"
 
 
 class ResumeError(ValueError):
@@ -79,9 +82,10 @@ def load_run_config(run_dir: Path) -> tuple[Any, Any]:
     from omegaconf.errors import OmegaConfBaseException
 
     from boundlab.config import TrainMain, check_keys, lift_flat_algo_keys, register_configs
+    import boundlab.builtins  # noqa: F401 - ${toy_model:...} and every plug-in the saved config names
 
     register_configs()
-    cfg_file = run_dir / ".hydra" / "config.yaml"
+    cfg_file = run_dir / HYDRA_CONFIG
     try:
         saved = lift_flat_algo_keys(OmegaConf.load(cfg_file))  # runs from before algo.<family>
         cfg = OmegaConf.merge(OmegaConf.structured(TrainMain), saved)
@@ -100,7 +104,7 @@ def _set_hydra_node(run_dir: Path, cfg: Any) -> Any:
     from omegaconf import OmegaConf, open_dict
 
     setup_globals()  # the `hydra:` and `now:` resolvers, as Hydra registers them for a job
-    hfile = run_dir / ".hydra" / "hydra.yaml"
+    hfile = run_dir / HYDRA_RUNTIME
     if not hfile.is_file():
         return None
     node = OmegaConf.create({"hydra": OmegaConf.structured(HydraConf)})
@@ -194,7 +198,7 @@ def _same(a: Any, b: Any) -> bool:
 def record(run_dir: Path, argv: Sequence[str], changes: dict[str, Any]) -> None:
     line = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "argv": list(argv),
             "host": socket.gethostname(), "pid": os.getpid(), "changed": changes}
-    with (run_dir / ".hydra" / RESUMES_FILE).open("a") as f:
+    with (run_dir / HYDRA_DIR / RESUMES_FILE).open("a") as f:
         f.write(json.dumps(line) + "\n")
 
 
@@ -211,7 +215,7 @@ def prepare(argv: Sequence[str]) -> tuple[Any, Path, dict[str, Any]]:
     run_dir = Path(given).expanduser()
     if not run_dir.exists():
         raise ResumeError(f"resume={given}: no such run dir (nothing was created)")
-    if not (run_dir / ".hydra" / "config.yaml").is_file():
+    if not (run_dir / HYDRA_CONFIG).is_file():
         raise ResumeError(f"resume={given}: not a training run dir (no .hydra/config.yaml in it)")
     run_dir = run_dir.resolve()
     cfg, hydra_node = load_run_config(run_dir)
@@ -229,7 +233,7 @@ def prepare(argv: Sequence[str]) -> tuple[Any, Path, dict[str, Any]]:
 def main(argv: Sequence[str], train: Callable[[Any, Path], Any] | None = None) -> int:
     """train.py's path for `resume=`: check, lock, record, train. Exit status 0, or 2 with one line."""
     from boundlab.cli import friendly_errors
-    from boundlab.training import lock
+    from boundlab.rundir import lock
 
     def go() -> int:
         try:
@@ -266,13 +270,3 @@ def _as_hydra_job() -> None:
         os.environ.update({str(k): str(v) for k, v in (h.job.env_set or {}).items()})
         if h.job.chdir:
             os.chdir(h.runtime.output_dir)
-
-
-def finished_line(run_dir: Path, cfg: Any) -> str:
-    """The one line a resumed, already finished run prints before it exits 0."""
-    from boundlab.training import checkpoints as ck
-
-    last = ck.latest_complete(run_dir / "checkpoints")
-    at = f"its latest checkpoint is step {ck.step_of(last)}" if last is not None else "no checkpoint"
-    return (f"[boundlab] {run_dir} already finished training (max_steps={cfg.train.max_steps}; "
-            f"{at}): nothing to train")

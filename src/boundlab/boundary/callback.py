@@ -13,7 +13,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from boundlab.training.checkpoints import mark_complete, rotate
+from boundlab.rundir.checkpoints import mark_complete, rotate
 
 
 class ProbeCallback(TrainerCallback):
@@ -50,8 +50,8 @@ class ProbeCallback(TrainerCallback):
 
 def probed_steps(run_dir: Path) -> set[int]:
     """Checkpoint steps in probes.jsonl as it is on disk now (a detached watcher adds to it)."""
-    from boundlab.probe.boundary import PROBES_FILE
-    from boundlab.rundir_io import read_jsonl
+    from boundlab.rundir import PROBES_FILE
+    from boundlab.rundir.io import read_jsonl
 
     return {int(r["step"]) for r in read_jsonl(Path(run_dir) / PROBES_FILE)
             if r.get("kind") == "checkpoint"}

@@ -5,7 +5,7 @@ base-solvable problems lost and the new ones gained, an overlay of the checkpoin
 base's, and the boundary plot (pass@1 and pass@n against the step, the paper's Figure 1 right).
 `boundary.csv` and `boundary.png` in the run dir are rewritten after every probe, W&B or not.
 `probes.jsonl` records each finished probe, so a resumed run neither re-probes nor loses one; it and
-`boundary.csv` are replaced atomically (`boundlab.rundir_io`), and a torn last line left by an older
+`boundary.csv` are replaced atomically (`boundlab.rundir.io`), and a torn last line left by an older
 writer or a full disk is skipped and cut off at load.
 
 Every probe runs inside `isolated_rng()`: sampling seeds the global torch RNG, and an inline probe in
@@ -26,24 +26,31 @@ from boundlab.probe.compare import compare
 from boundlab.probe.estimator import powers_of_two
 from boundlab.probe.runner import ProbeResult, probe_model
 from boundlab.probe.rng import isolated_rng
+from boundlab.probe.spec import ProbeSpec
 from boundlab.probe.store import Store
-from boundlab.rundir_io import append_jsonl, atomic_write_text, read_jsonl
-from boundlab.sampling.base import GenSettings
+from boundlab.rundir import BOUNDARY_CSV, BOUNDARY_PNG, PASSK_BY_STEP_PNG, PROBES_FILE
+from boundlab.rundir.io import append_jsonl, atomic_write_text, read_jsonl
 from boundlab.tasks.base import Task
-from boundlab.tracking.names import PROBE, PROBE_STEP, TRAIN_STEP
+from boundlab.tracking.names import PROBE, PROBE_STEP, TRAIN_STEP, metric_key
 
-PROBES_FILE = "probes.jsonl"
+
+def build_tracker(run_dir: Path, task: Task, store: Store, verifier: Any, logger: Any,
+                  make_sampler: Callable[[str], tuple[Any, Any]], spec: ProbeSpec,
+                  progress: bool = True) -> "BoundaryTracker":
+    """The one way training and the detached watcher build a tracker."""
+    return BoundaryTracker(run_dir, task, store, verifier, logger, make_sampler, spec, progress)
 
 
 class BoundaryTracker:
     def __init__(self, run_dir: Path, task: Task, store: Store, verifier: Any, logger: Any,
-                 make_sampler: Callable[[str], tuple[Any, Any]], n: int, gen: GenSettings,
-                 seed: int, bootstrap_iters: int = 1000, ci: float = 0.95, progress: bool = True):
+                 make_sampler: Callable[[str], tuple[Any, Any]], spec: ProbeSpec,
+                 progress: bool = True):
         self.run_dir = Path(run_dir)
         self.task, self.store, self.verifier, self.logger = task, store, verifier, logger
         self.make_sampler = make_sampler  # model dir -> (sampler, tokenizer)
-        self.n, self.gen, self.seed = n, gen, seed
-        self.bootstrap_iters, self.ci, self.progress = bootstrap_iters, ci, progress
+        self.spec = spec
+        self.n, self.gen, self.seed = spec.n, spec.gen, spec.seed
+        self.bootstrap_iters, self.ci, self.progress = spec.bootstrap_iters, spec.ci, progress
         self.base: ProbeResult | None = None
         self.rows: list[dict[str, Any]] = []
         self.results: dict[int, ProbeResult] = {}
@@ -136,32 +143,33 @@ class BoundaryTracker:
         kmax = len(curve)
         m: dict[str, Any] = {PROBE_STEP: step, TRAIN_STEP: step}
         for k in powers_of_two(kmax):
-            m[f"{PROBE}/pass@{k}"] = curve[k - 1]
+            m[metric_key(PROBE, f"pass@{k}")] = curve[k - 1]
             if base is not None and row["kind"] == "checkpoint" and k <= len(base["curve"]):
-                m[f"{PROBE}/delta/pass@{k}"] = curve[k - 1] - base["curve"][k - 1]
+                m[metric_key(PROBE, "delta", f"pass@{k}")] = curve[k - 1] - base["curve"][k - 1]
             if row.get("strict_curve"):
-                m[f"{PROBE}/strict/pass@{k}"] = row["strict_curve"][k - 1]
-        m[f"{PROBE}/pass@n"] = curve[-1]
-        m[f"{PROBE}/solvable"] = row["solvable"]
+                m[metric_key(PROBE, "strict", f"pass@{k}")] = row["strict_curve"][k - 1]
+        m[metric_key(PROBE, "pass@n")] = curve[-1]
+        m[metric_key(PROBE, "solvable")] = row["solvable"]
         for share in ("boxed_share", "truncated_share"):
             if row.get(share) is not None:
-                m[f"{PROBE}/{share}"] = row[share]
+                m[metric_key(PROBE, share)] = row[share]
         if row["kind"] == "checkpoint":
-            m[f"{PROBE}/lost"] = row["lost"]
-            m[f"{PROBE}/gained"] = row["gained"]
+            m[metric_key(PROBE, "lost")] = row["lost"]
+            m[metric_key(PROBE, "gained")] = row["gained"]
             if row.get("crossing_k") is not None:
-                m[f"{PROBE}/crossing_k"] = row["crossing_k"]
+                m[metric_key(PROBE, "crossing_k")] = row["crossing_k"]
         self.logger.log(m)
         if base is not None:
             series = {"base": base["curve"][:kmax]}
             if row["kind"] == "checkpoint":
                 series[f"step {step}"] = curve
-            self.logger.log_line_plot(f"{PROBE}/curve_vs_base", list(range(1, kmax + 1)), series,
+            self.logger.log_line_plot(metric_key(PROBE, "curve_vs_base"), list(range(1, kmax + 1)),
+                                      series,
                                       title=f"pass@k at step {step} vs base", xname="k",
                                       step_metrics={PROBE_STEP: step})
-        png = self.run_dir / "boundary.png"
+        png = self.run_dir / BOUNDARY_PNG
         if png.exists():
-            self.logger.log_image(f"{PROBE}/boundary", png, extra={PROBE_STEP: step})
+            self.logger.log_image(metric_key(PROBE, "boundary"), png, extra={PROBE_STEP: step})
 
     def relog_missing(self, logged_steps: set[int]) -> list[int]:
         """Re-log finished probes that the W&B run does not hold (lost in a hard kill)."""
@@ -184,7 +192,7 @@ class BoundaryTracker:
         w.writeheader()
         for r in rows:
             w.writerow({k: (f"{v:.6f}" if isinstance(v, float) else v) for k, v in r.items()})
-        atomic_write_text(self.run_dir / "boundary.csv", buf.getvalue())
+        atomic_write_text(self.run_dir / BOUNDARY_CSV, buf.getvalue())
         base = next((r for r in rows if r["kind"] == "base"), None)
         ck = [r for r in rows if r["kind"] == "checkpoint"]
         if base is None:
@@ -192,8 +200,8 @@ class BoundaryTracker:
         steps = [0] + [r["step"] for r in ck]
         plot_boundary(steps, [base["pass@1"]] + [r["pass@1"] for r in ck],
                       [base["pass@n"]] + [r["pass@n"] for r in ck], base["pass@1"], base["pass@n"],
-                      self.run_dir / "boundary.png", n=base["n"])
+                      self.run_dir / BOUNDARY_PNG, n=base["n"])
         curves = {"base": (list(range(1, base["n"] + 1)), base["curve"], None, None)}
         for r in ck:
             curves[f"step {r['step']}"] = (list(range(1, r["n"] + 1)), r["curve"], None, None)
-        plot_passk(curves, self.run_dir / "passk_by_step.png", title="pass@k: base and checkpoints")
+        plot_passk(curves, self.run_dir / PASSK_BY_STEP_PNG, title="pass@k: base and checkpoints")

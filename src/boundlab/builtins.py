@@ -1,0 +1,39 @@
+"""Every built-in plug-in, in one explicit list: importing this module registers them all.
+
+The registries (`boundlab.tasks.TASKS`, `boundlab.verify.VERIFIERS`, `boundlab.sampling.SAMPLERS`,
+`boundlab.algos.ALGOS`) import none of their entries: an entry registers itself when its module is
+imported, and the entry layer (train.py, probe.py, report.py through boundlab.apps and
+boundlab.resume) imports this list. So the core never imports the toy world, and a plug-in that fails
+to import fails here, with its traceback, instead of silently missing from its registry.
+
+Optional GPU-only engines (vLLM) are registered by name without importing them (see
+boundlab.sampling): used without the package, they fail in one line at validation.
+
+Adding a built-in: one import line below (and the plug-in's conf/<group>/<name>.yaml).
+"""
+
+from __future__ import annotations
+
+from hydra.core.config_store import ConfigStore
+
+# Tasks.
+import boundlab.tasks.code  # noqa: F401 - humaneval, mbpp, livecodebench
+import boundlab.tasks.jsonl  # noqa: F401 - jsonl (any local file)
+import boundlab.tasks.mmath  # noqa: F401 - math500, aime24, aime25, cnmo
+# Verifiers.
+import boundlab.verify.code  # noqa: F401 - code (sandboxed unit tests)
+import boundlab.verify.exact  # noqa: F401 - exact
+import boundlab.verify.math  # noqa: F401 - math (math-verify)
+# Samplers: hf and vllm register inside boundlab.sampling (the engines load lazily).
+import boundlab.sampling  # noqa: F401
+# Algorithms: boundlab.algos registers its builders (owned by the algorithm plug-ins).
+import boundlab.algos  # noqa: F401
+# The toy world: its task, its verifier and the ${toy_model:...} config resolver.
+import boundlab.toyworld.task  # noqa: F401 - toy_arith
+import boundlab.toyworld.verifier  # noqa: F401 - toy
+from boundlab.report.schema import ReportMain
+from boundlab.toyworld.paths import register_resolver
+
+register_resolver()
+# report.py's schema lives beside the report code, above the config layer.
+ConfigStore.instance().store(name="report_schema", node=ReportMain)

@@ -1,0 +1,54 @@
+"""What a probe is asked to do, as one typed value: the `ProbeSpec`, built once from the `probe`
+config group and handed to the boundary tracker (training and the detached watcher build it the same
+way), plus the two things every probing entry point needs before it samples: the probed task (the
+task group cut to `probe.limit`) and the torch thread count.
+
+`ProbeSpec` holds only what changes what is sampled and how it is summarised (n, generation
+settings, seed, bootstrap iterations, CI level); it is not the store's probe key, which the runner
+derives from these plus the model, task and verifier identities.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from boundlab.sampling.base import GenSettings
+from boundlab.tasks import Task, build_task
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    n: int
+    gen: GenSettings
+    seed: int
+    bootstrap_iters: int = 1000
+    ci: float = 0.95
+
+    @classmethod
+    def from_config(cls, probe_cfg: Any) -> "ProbeSpec":
+        """From the `probe` config group (validated before: see boundlab.validate)."""
+        return cls(n=int(probe_cfg.n), gen=gen_settings(probe_cfg), seed=int(probe_cfg.seed),
+                   bootstrap_iters=int(probe_cfg.bootstrap_iters), ci=float(probe_cfg.ci))
+
+
+def gen_settings(p: Any) -> GenSettings:
+    return GenSettings(temperature=p.temperature, top_p=p.top_p, max_new_tokens=p.max_new_tokens,
+                       stop=tuple(p.stop))
+
+
+def load_task(cfg: Any) -> Task:
+    task = build_task(cfg.task)
+    if cfg.probe.limit:
+        task = task.with_problems(task.problems[: cfg.probe.limit])
+    return task
+
+
+def set_threads(n: int | None) -> int:
+    """One intra-op thread per core: oversubscribing two cores is far slower than using one."""
+    import torch
+
+    n = n or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    torch.set_num_threads(n)
+    return n

@@ -1,0 +1,35 @@
+"""The run dir: every file name in it, and how each is read and written.
+
+    checkpoints/checkpoint-N/   HF checkpoints; `boundlab_complete` marks one whose save returned
+                                (rundir.checkpoints)
+    probes.jsonl                one line per finished probe (base, then each checkpoint)
+    boundary.csv, boundary.png  the boundary over training; passk_by_step.png
+    run_info.json               W&B run id, so a resumed run logs into the same run
+    training_done               written when training finished: the watcher stops, resume refuses
+    train.lock, probe.lock      flock locks naming the trainer / the prober (rundir.lock)
+    .hydra/config.yaml          the run's composed config: resume and the watcher read it
+    .hydra/resumes.jsonl        one line per `resume=` (the saved config files are never rewritten)
+    wandb/                      the W&B run files
+
+Writes that a resume depends on are atomic (rundir.io). This module holds names only, so any layer
+can import it for a path without importing the readers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CHECKPOINTS_DIR = "checkpoints"
+CHECKPOINT_COMPLETE = "boundlab_complete"
+PROBES_FILE = "probes.jsonl"
+BOUNDARY_CSV = "boundary.csv"
+BOUNDARY_PNG = "boundary.png"
+PASSK_BY_STEP_PNG = "passk_by_step.png"
+RUN_INFO = "run_info.json"
+DONE_MARKER = "training_done"
+TRAIN_LOCK = "train.lock"
+PROBE_LOCK = "probe.lock"
+HYDRA_DIR = ".hydra"
+HYDRA_CONFIG = Path(HYDRA_DIR) / "config.yaml"
+HYDRA_RUNTIME = Path(HYDRA_DIR) / "hydra.yaml"
+RESUMES_FILE = "resumes.jsonl"

@@ -1,0 +1,60 @@
+"""Registries without inverted imports: the core registries import none of their entries,
+boundlab.builtins registers every built-in, a failing plug-in import surfaces, and the toy world is
+imported by the entry layer only. Each case runs in a fresh interpreter (imports are global)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _py(code: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_core_registries_import_no_entries_and_not_the_toy_world():
+    r = _py("import sys\n"
+            "from boundlab.tasks import TASKS\nfrom boundlab.verify import VERIFIERS\n"
+            "print(sorted(TASKS.names()), sorted(VERIFIERS.names()))\n"
+            "import boundlab.config, boundlab.probe.runner, boundlab.boundary.tracker, boundlab.training.app\n"
+            "print(any(m.startswith('boundlab.toyworld') for m in sys.modules))\n")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["[] []", "False"]
+
+
+def test_builtins_registers_every_built_in():
+    r = _py("import boundlab.builtins\n"
+            "from boundlab.tasks import TASKS\nfrom boundlab.verify import VERIFIERS\n"
+            "from boundlab.sampling import SAMPLERS\nfrom boundlab.algos import ALGOS\n"
+            "from omegaconf import OmegaConf\n"
+            "print(sorted(VERIFIERS.names()))\n"
+            "print({'toy_arith', 'jsonl', 'math500', 'humaneval'} <= set(TASKS.names()))\n"
+            "print(sorted(SAMPLERS.names()), 'grpo' in ALGOS.names())\n"
+            "print(OmegaConf.has_resolver('toy_model'))\n")
+    assert r.returncode == 0, r.stderr
+    # (the last 4 lines: importing TRL may print a W&B line first)
+    assert r.stdout.splitlines()[-4:] == ["['code', 'exact', 'math', 'toy']", "True",
+                                          "['hf', 'vllm'] True", "True"]
+
+
+def test_a_plug_in_that_fails_to_import_fails_loudly():
+    # sys.modules[name] = None makes `import name` raise ImportError, as a broken plug-in would.
+    r = _py("import sys\nsys.modules['boundlab.tasks.code'] = None\nimport boundlab.builtins\n")
+    assert r.returncode == 1
+    assert "ModuleNotFoundError: import of boundlab.tasks.code halted; None in sys.modules" in r.stderr
+
+
+def test_the_tracker_is_built_in_one_place():
+    # Training and the watcher build it through boundlab.boundary.tracker.build_tracker(ProbeSpec).
+    users = [p.relative_to(ROOT).as_posix() for p in (ROOT / "src").rglob("*.py")
+             if "BoundaryTracker(" in p.read_text()]
+    assert users == ["src/boundlab/boundary/tracker.py"]
+    for app in ("src/boundlab/training/app.py", "src/boundlab/boundary/watch.py"):
+        text = (ROOT / app).read_text()
+        assert "build_tracker(" in text and "ProbeSpec.from_config(cfg.probe)" in text, app
