@@ -139,9 +139,10 @@ def test_every_comparison_is_computed_once(tmp_path, monkeypatch):
 
 # -- one checkpoint-vs-base comparison ----------------------------------------------------------
 def test_boundary_tracking_and_the_report_share_one_comparison():
-    from boundlab.probe import boundary, compare
+    from boundlab.boundary import tracker
+    from boundlab.probe import compare
 
-    assert boundary.compare is compare.compare
+    assert tracker.compare is compare.compare
     assert A.crossing_k is compare.crossing_k
 
 
