@@ -26,8 +26,10 @@ import boundlab.verify.exact  # noqa: F401 - exact
 import boundlab.verify.math  # noqa: F401 - math (math-verify)
 # Samplers: hf and vllm register inside boundlab.sampling (the engines load lazily).
 import boundlab.sampling  # noqa: F401
-# Algorithms: boundlab.algos registers its builders (owned by the algorithm plug-ins).
-import boundlab.algos  # noqa: F401
+# Algorithms: their one list is `_builtins()` in boundlab.algos, which registers them when it is
+# imported. It is not imported here: it brings in TRL and transformers' Trainer (about 4 s, and a W&B
+# notice on stdout), which probe.py and report.py never need; train.py's path imports it (the
+# algorithm check in boundlab.validate, then boundlab.training.app).
 # The toy world: its task, its verifier and the ${toy_model:...} config resolver.
 import boundlab.toyworld.task  # noqa: F401 - toy_arith
 import boundlab.toyworld.verifier  # noqa: F401 - toy
