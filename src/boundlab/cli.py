@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from boundlab.config import ConfigError
+from boundlab.config import MOVED_KEYS, ConfigError
 from boundlab.errors import UserError
 from boundlab.models import ModelNotFound
 from boundlab.tasks.jsonl import DataError
@@ -97,6 +97,11 @@ def unknown_key(overrides: list[str], conf_dir: Path, schema: Any) -> str | None
             continue
         if "." not in key and (conf_dir / key).is_dir():
             continue  # a config-group choice: unknown_choice's business
+        top = {f.name for f in dataclasses.fields(schema)}
+        if key in MOVED_KEYS and key.split(".", 1)[0] in top:
+            # A key that was flat before the per-verifier / per-sampler blocks: say where it went.
+            new = MOVED_KEYS[key]
+            return f"config key '{key}' moved to '{new}': write {new}={ov.split('=', 1)[1]}"
         cls, path = schema, []
         for part in key.split("."):
             if not dataclasses.is_dataclass(cls):

@@ -79,6 +79,15 @@ class ProbeSettings:
 
 
 @dataclass
+class VLLMSamplerConfig:
+    """`sampler.vllm`: what only the vLLM sampler reads."""
+    # Fraction of GPU memory for weights and KV cache.
+    gpu_memory_utilization: float = 0.85
+    # Tensor parallel degree.
+    tensor_parallel_size: int = 1
+
+
+@dataclass
 class SamplerConfig:
     # hf (transformers generate, CPU or GPU) or vllm (GPU).
     name: str = "hf"
@@ -88,10 +97,8 @@ class SamplerConfig:
     device: str = "auto"
     # torch intra-op threads on CPU; null = one per core. Oversubscribing 2 cores is far slower.
     torch_threads: Optional[int] = None
-    # vLLM only: fraction of GPU memory for weights and KV cache.
-    gpu_memory_utilization: float = 0.85
-    # vLLM only: tensor parallel degree.
-    tensor_parallel_size: int = 1
+    # vLLM's own settings (read by sampler=vllm only).
+    vllm: VLLMSamplerConfig = field(default_factory=VLLMSamplerConfig)
 
 
 @dataclass
@@ -139,22 +146,70 @@ class StoreConfig:
 
 
 @dataclass
-class VerifyConfig:
-    # Worker processes for math-verify (each call runs under a hard deadline in a worker).
-    workers: int = 2
+class MathVerifyConfig:
+    """`verify.math`: what only the math verifier reads; all of it is in the probe key."""
     # Hard wall-clock deadline per math-verify call, seconds.
     deadline_s: float = 2.0
     # Answers longer than this are judged too_long without parsing.
     max_answer_chars: int = 512
-    # Math: which answers count. lenient: every box of the final statement, else math-verify's own
+    # Which answers count. lenient: every box of the final statement, else math-verify's own
     # extraction over the end of the completion; boxed: boxes only (the usual RL reward rule).
     extraction: str = "lenient"
-    # Code: wall-clock limit per program (s) and its memory cap (MB).
+
+
+@dataclass
+class CodeVerifyConfig:
+    """`verify.code`: what only the code verifier reads; all of it is in the probe key."""
+    # Wall-clock limit per program, seconds.
     timeout_s: float = 3.0
-    # Code: the memory cap per program, MB.
+    # The memory cap per program, MB.
     memory_mb: int = 1024
-    # Code: run without bubblewrap isolation (loudly warned; never chosen silently).
+    # Run without bubblewrap isolation (loudly warned; never chosen silently).
     allow_weak_isolation: bool = False
+
+
+@dataclass
+class VerifyConfig:
+    """Shared settings at `verify.*`, and one block per verifier: a verifier is built from its own
+    block plus the shared settings it takes (boundlab.verify.verifier_options)."""
+    # Worker processes (math-verify calls, code sandboxes); cannot change a verdict.
+    workers: int = 2
+    # The math verifier's settings.
+    math: MathVerifyConfig = field(default_factory=MathVerifyConfig)
+    # The code verifier's settings.
+    code: CodeVerifyConfig = field(default_factory=CodeVerifyConfig)
+
+
+# Keys that were flat before the per-verifier and per-sampler blocks existed, and where each lives
+# now: the command line refuses the old key naming the new one (cli.unknown_key), and a saved run
+# config is lifted (lift_flat_option_keys).
+MOVED_KEYS: dict[str, str] = {
+    **{f"verify.{k}": f"verify.math.{k}" for k in ("deadline_s", "max_answer_chars", "extraction")},
+    **{f"verify.{k}": f"verify.code.{k}" for k in ("timeout_s", "memory_mb", "allow_weak_isolation")},
+    **{f"sampler.{k}": f"sampler.vllm.{k}" for k in ("gpu_memory_utilization", "tensor_parallel_size")},
+}
+
+
+def lift_flat_option_keys(saved: Any) -> Any:
+    """A saved config (a DictConfig) with the flat `verify.*`/`sampler.*` keys of MOVED_KEYS moved
+    into their blocks, so a run dir saved before the blocks existed resumes (and is watched) with
+    the same settings. A config already in blocks comes back unchanged."""
+    from omegaconf import OmegaConf
+
+    def has(dotted: str) -> bool:
+        group, key = dotted.split(".")
+        node = saved.get(group) if hasattr(saved, "get") else None
+        return node is not None and hasattr(node, "keys") and key in node
+
+    if not any(has(old) for old in MOVED_KEYS):
+        return saved
+    data = OmegaConf.to_container(saved, resolve=False)
+    for old, new in MOVED_KEYS.items():
+        if has(old):
+            group, key = old.split(".")
+            _, block, name = new.split(".")
+            data[group].setdefault(block, {})[name] = data[group].pop(key)
+    return OmegaConf.create(data)
 
 
 @dataclass

@@ -38,7 +38,7 @@ from boundlab.rundir.checkpoints import finished_line  # noqa: F401
 # sampled or scored. Everything else a run's results depend on, including some that look harmless:
 #   sampler.batch_size   sets the chunks and each chunk's sampling seed, so it changes the samples;
 #   train.probe_mode     inline probing shares the training process (its RNG before isolation);
-#   sampler.device, sampler.tensor_parallel_size, backend.*  change the numerics;
+#   sampler.device, sampler.vllm.tensor_parallel_size, backend.*  change the numerics;
 #   store.path           another store holds other cached samples and verdicts;
 #   logger.* but mode    project/entity/run_id would split the W&B run; name=none would drop W&B.
 # Thread counts are allowed: null already means "one per core", so they vary by machine anyway.
@@ -81,13 +81,15 @@ def load_run_config(run_dir: Path) -> tuple[Any, Any]:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from boundlab.config import TrainMain, check_keys, lift_flat_algo_keys, register_configs
+    from boundlab.config import (TrainMain, check_keys, lift_flat_algo_keys, lift_flat_option_keys,
+                                 register_configs)
     import boundlab.builtins  # noqa: F401 - ${toy_model:...} and every plug-in the saved config names
 
     register_configs()
     cfg_file = run_dir / HYDRA_CONFIG
     try:
-        saved = lift_flat_algo_keys(OmegaConf.load(cfg_file))  # runs from before algo.<family>
+        # Runs from before algo.<family> and verify.<verifier> / sampler.vllm blocks.
+        saved = lift_flat_option_keys(lift_flat_algo_keys(OmegaConf.load(cfg_file)))
         cfg = OmegaConf.merge(OmegaConf.structured(TrainMain), saved)
         check_keys(cfg)
     except (OmegaConfBaseException, ValueError) as e:

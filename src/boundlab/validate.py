@@ -105,9 +105,11 @@ def validate_sampler(s: Any, prefix: str = "sampler") -> None:
         _at_least(s, prefix, "torch_threads", 1, " (or null for one per core)")
     if not (s.device in ("auto", "cpu", "cuda") or str(s.device).startswith("cuda:")):
         _fail(f"{prefix}.device", s.device, "must be auto, cpu or cuda")
-    if not 0 < s.gpu_memory_utilization <= 1:
-        _fail(f"{prefix}.gpu_memory_utilization", s.gpu_memory_utilization, "must be in (0, 1]")
-    _at_least(s, prefix, "tensor_parallel_size", 1)
+    vllm = s.vllm
+    if not 0 < vllm.gpu_memory_utilization <= 1:
+        _fail(f"{prefix}.vllm.gpu_memory_utilization", vllm.gpu_memory_utilization,
+              "must be in (0, 1]")
+    _at_least(vllm, f"{prefix}.vllm", "tensor_parallel_size", 1)
     if s.name == "vllm" and importlib.util.find_spec("vllm") is None:
         raise ConfigError("sampler=vllm needs vLLM, which is not installed here: install it on a GPU "
                           "machine (pip install 'boundlab[gpu]') or use sampler=hf")
@@ -124,10 +126,10 @@ def validate_logger(lg: Any, prefix: str = "logger") -> None:
 
 def validate_verify(v: Any, prefix: str = "verify") -> None:
     _at_least(v, prefix, "workers", 1)
-    _positive(v, prefix, "deadline_s", " (seconds per math-verify call)")
-    _at_least(v, prefix, "max_answer_chars", 1)
-    _positive(v, prefix, "timeout_s", " (seconds per program)")
-    _at_least(v, prefix, "memory_mb", 1)
+    _positive(v.math, f"{prefix}.math", "deadline_s", " (seconds per math-verify call)")
+    _at_least(v.math, f"{prefix}.math", "max_answer_chars", 1)
+    _positive(v.code, f"{prefix}.code", "timeout_s", " (seconds per program)")
+    _at_least(v.code, f"{prefix}.code", "memory_mb", 1)
 
 
 def validate_train_loop(t: Any, prefix: str = "train") -> None:

@@ -35,18 +35,18 @@ def test_changed_max_answer_chars_is_a_new_probe_with_fresh_verdicts(tmp_path):
         json.dumps({"problem_id": pid, "completion": c}) + "\n"
         for pid, c in [("a", r"So \boxed{0.5}"), ("a", r"So \boxed{\frac{1}{2}}"),
                        ("b", r"So \boxed{4}"), ("b", r"So \boxed{4.0}")]))
-    out1, key1, p1 = probe(tmp_path, "verify.max_answer_chars=512", f"hydra.run.dir={tmp_path / 'r1'}")
+    out1, key1, p1 = probe(tmp_path, "verify.math.max_answer_chars=512", f"hydra.run.dir={tmp_path / 'r1'}")
     assert p1 == "1.0000" and "scored 4 new completions" in out1
     # Same store, a setting that changes a verdict: \frac{1}{2} (11 characters) is too long now.
-    out2, key2, p2 = probe(tmp_path, "verify.max_answer_chars=3", f"hydra.run.dir={tmp_path / 'r2'}")
+    out2, key2, p2 = probe(tmp_path, "verify.math.max_answer_chars=3", f"hydra.run.dir={tmp_path / 'r2'}")
     assert key2 != key1 and p2 == "0.7500"
     assert (f"[boundlab] re-verified 4 stored completions under verifier math v{MathVerifier.version} "
             f"(sampled for probe {key1}; the verifier changed, not the samples)\n") in out2
     # Back to the first setting: its own stored verdicts, nothing re-verified or scored.
-    out3, key3, p3 = probe(tmp_path, "verify.max_answer_chars=512", f"hydra.run.dir={tmp_path / 'r3'}")
+    out3, key3, p3 = probe(tmp_path, "verify.math.max_answer_chars=512", f"hydra.run.dir={tmp_path / 'r3'}")
     assert key3 == key1 and p3 == "1.0000"
     assert "re-verified" not in out3 and "all samples came from the store" in out3
     # A setting that cannot change a verdict keeps the key.
-    _, key4, _ = probe(tmp_path, "verify.max_answer_chars=512", "verify.workers=1",
+    _, key4, _ = probe(tmp_path, "verify.math.max_answer_chars=512", "verify.workers=1",
                        f"hydra.run.dir={tmp_path / 'r4'}")
     assert key4 == key1

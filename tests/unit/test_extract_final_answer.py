@@ -108,7 +108,7 @@ def test_boxed_rule_reads_boxes_only(verifier, boxed_verifier):
 
 
 def test_unknown_extraction_rule_is_refused():
-    with pytest.raises(ValueError, match="verify.extraction must be one of lenient, boxed"):
+    with pytest.raises(ValueError, match="verify.math.extraction must be one of lenient, boxed"):
         build_verifier("math", extraction="loose")
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sys
 import types
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -43,6 +42,16 @@ def _model_cfg(path):
                                  trust_remote_code=False))
 
 
+def _vllm_cfg():
+    from omegaconf import OmegaConf
+
+    from boundlab.config import SamplerConfig
+
+    return OmegaConf.merge(OmegaConf.structured(SamplerConfig),
+                           {"name": "vllm", "device": "cpu", "batch_size": 4,
+                            "vllm": {"gpu_memory_utilization": 0.5, "tensor_parallel_size": 1}})
+
+
 def test_lora_checkpoint_reaches_vllm_as_a_merged_folder(tiny_lm, tmp_path, fake_vllm):
     from peft import LoraConfig, PeftModel, get_peft_model
     from transformers import AutoModelForCausalLM
@@ -60,8 +69,7 @@ def test_lora_checkpoint_reaches_vllm_as_a_merged_folder(tiny_lm, tmp_path, fake
     expected = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_lm, dtype=torch.float32),
                                          ckpt).merge_and_unload().state_dict()
 
-    scfg = SimpleNamespace(name="vllm", device="cpu", gpu_memory_utilization=0.5, tensor_parallel_size=1,
-                           batch_size=4)
+    scfg = _vllm_cfg()
     sampler, tok = sampler_factory(_model_cfg(tiny_lm), scfg)(str(ckpt))
     assert len(fake_vllm.seen) == 1
     seen = fake_vllm.seen[0]
@@ -82,8 +90,7 @@ def test_lora_checkpoint_reaches_vllm_as_a_merged_folder(tiny_lm, tmp_path, fake
 def test_full_checkpoint_goes_to_vllm_as_is(tiny_lm, fake_vllm):
     from boundlab.sampling.checkpoint import sampler_factory
 
-    scfg = SimpleNamespace(name="vllm", device="cpu", gpu_memory_utilization=0.5, tensor_parallel_size=1,
-                           batch_size=4)
+    scfg = _vllm_cfg()
     sampler, _ = sampler_factory(_model_cfg(tiny_lm), scfg)(str(tiny_lm))
     assert fake_vllm.seen[0]["path"] == tiny_lm
     sampler.close()

@@ -5,7 +5,6 @@ them again."""
 from __future__ import annotations
 
 import json
-from dataclasses import fields
 from importlib import metadata
 
 import pytest
@@ -16,10 +15,24 @@ from boundlab.probe.store import Store, probe_key
 from boundlab.probe.verdicts import probe_settings
 from boundlab.sampling.base import Completion, GenSettings, Sampler
 from boundlab.tasks.base import Problem, Task
-from boundlab.verify import build_verifier
+from boundlab.verify import build_verifier, verifier_options
 from boundlab.verify.math import MathVerifier
 
-CONFIG = {f.name: f.default for f in fields(VerifyConfig)}  # what probe.py passes: the whole config
+
+def build(name, **change):
+    """The verifier as probe.py builds it (verifier_options over the whole default `verify` config),
+    with each change set where that key lives: shared, `verify.math` or `verify.code`. A key the
+    config does not have (cache_size) goes to the constructor directly."""
+    from omegaconf import OmegaConf
+
+    cfg, direct = OmegaConf.structured(VerifyConfig), {}
+    for k, v in change.items():
+        where = next((p for p in (k, f"math.{k}", f"code.{k}") if OmegaConf.select(cfg, p) is not None), None)
+        if where is None:
+            direct[k] = v
+        else:
+            OmegaConf.update(cfg, where, v)
+    return build_verifier(name, **verifier_options(name, cfg), **direct)
 
 
 def key_for(verifier, sampling=None):
@@ -28,7 +41,7 @@ def key_for(verifier, sampling=None):
 
 
 def test_math_identity_names_settings_version_and_libraries():
-    v = build_verifier("math", **CONFIG)
+    v = build("math")
     ident = v.identity()
     assert ident == {
         "name": "math", "version": MathVerifier.version,
@@ -44,18 +57,18 @@ def test_math_identity_names_settings_version_and_libraries():
 
 @pytest.mark.parametrize("change", [{"max_answer_chars": 64}, {"deadline_s": 5.0}])
 def test_a_setting_that_can_change_a_verdict_changes_the_key(change):
-    assert key_for(build_verifier("math", **{**CONFIG, **change})) != key_for(build_verifier("math", **CONFIG))
+    assert key_for(build("math", **change)) != key_for(build("math"))
 
 
 @pytest.mark.parametrize("change", [{"workers": 7}, {"cache_size": 10}, {"timeout_s": 9.0},
                                     {"memory_mb": 64}, {"allow_weak_isolation": True}])
 def test_settings_that_cannot_change_a_math_verdict_leave_the_key(change):
-    assert key_for(build_verifier("math", **{**CONFIG, **change})) == key_for(build_verifier("math", **CONFIG))
+    assert key_for(build("math", **change)) == key_for(build("math"))
 
 
 def test_a_setting_added_later_joins_the_key_without_a_code_change():
-    # verify.extraction (issue 22) was added after the key: nobody had to remember to add it.
-    plain, extra = build_verifier("math", **CONFIG), build_verifier("math", **{**CONFIG, "extraction": "boxed"})
+    # verify.math.extraction (issue 22) was added after the key: nobody had to remember to add it.
+    plain, extra = build("math"), build("math", extraction="boxed")
     assert extra.identity()["settings"]["extraction"] == "boxed"
     assert key_for(extra) != key_for(plain)
 
@@ -73,14 +86,14 @@ def test_verifier_version_and_library_versions_change_the_key(monkeypatch):
 
 
 def test_toy_and_exact_keys_ignore_the_settings_they_do_not_read():
-    assert build_verifier("toy", **CONFIG).identity() == {"name": "toy", "version": 1, "settings": {}}
-    assert build_verifier("toy", **{**CONFIG, "max_answer_chars": 3}).identity()["settings"] == {}
-    assert build_verifier("exact", **CONFIG).identity()["settings"] == {"marker": "A:"}
+    assert build("toy").identity() == {"name": "toy", "version": 1, "settings": {}}
+    assert build("toy", max_answer_chars=3).identity()["settings"] == {}
+    assert build("exact").identity()["settings"] == {"marker": "A:"}
     assert build_verifier("exact", marker="=>").identity()["settings"] == {"marker": "=>"}
 
 
 def test_code_identity_keeps_its_limits_and_drops_the_math_keys():
-    v = build_verifier("code", **{**CONFIG, "allow_weak_isolation": True})
+    v = build("code", allow_weak_isolation=True)
     try:
         ident = v.identity()
     finally:
@@ -88,10 +101,10 @@ def test_code_identity_keeps_its_limits_and_drops_the_math_keys():
     assert ident["name"] == "code" and ident["python"]
     s = ident["settings"]
     assert s["timeout_s"] == 3.0 and s["memory_mb"] == 1024 and s["allow_weak_isolation"] is True
-    assert not {"workers", "deadline_s", "max_answer_chars"} & set(s)
+    assert not {"workers", "deadline_s", "max_answer_chars", "extraction"} & set(s)
 
 
-# -- the issue's case: same store, changed verify.max_answer_chars ------------------------------
+# -- the issue's case: same store, changed verify.math.max_answer_chars -------------------------
 def _task() -> Task:
     return Task("mini", [Problem("a", "What is 1/2?", r"\frac{1}{2}"), Problem("b", "2+2?", "4")])
 
@@ -106,7 +119,7 @@ def _samples(tmp_path):
 def test_changed_max_answer_chars_gives_a_new_key_and_fresh_verdicts(tmp_path, capsys):
     store = Store(tmp_path / "s.sqlite")
     path = _samples(tmp_path)
-    v512, v3 = build_verifier("math", **CONFIG), build_verifier("math", **{**CONFIG, "max_answer_chars": 3})
+    v512, v3 = build("math"), build("math", max_answer_chars=3)
     try:
         first, _ = score_samples_file(_task(), path, v512, store, bootstrap_iters=10, progress=False)
         assert first.curve.at(1) == 1.0
@@ -146,7 +159,7 @@ def test_a_changed_verifier_reverifies_stored_completions_instead_of_resampling(
     task = _task()
     texts = {"a": [r"\boxed{0.5}", r"\boxed{\frac{1}{2}}"], "b": [r"\boxed{4}", r"\boxed{5}"]}
     gen = GenSettings(max_new_tokens=5)
-    v512, v3 = build_verifier("math", **CONFIG), build_verifier("math", **{**CONFIG, "max_answer_chars": 3})
+    v512, v3 = build("math"), build("math", max_answer_chars=3)
     try:
         s1 = CountingSampler(texts)
         r1 = probe_model(task, s1, v512, store, "fp", 4, gen, bootstrap_iters=10, progress=False)
@@ -193,7 +206,7 @@ def test_probes_stored_before_the_verifier_was_keyed_are_reverified(tmp_path, ca
     # Stale verdicts: the old verifier called a correct answer wrong.
     store.add_samples(old_key, [SampleRow("a", 0, r"\boxed{0.5}", "0.5", False, None, "wrong", 5),
                                 SampleRow("b", 0, r"\boxed{4}", "4", True, None, "correct", 5)])
-    v = build_verifier("math", **CONFIG)
+    v = build("math")
     try:
         s = CountingSampler({"a": ["x"], "b": ["x"]})
         res = probe_model(task, s, v, store, "fp", 1, gen, bootstrap_iters=10, progress=False)
@@ -211,7 +224,7 @@ def test_report_by_model_name_takes_the_newest_verifiers_probe(tmp_path):
     store = Store(tmp_path / "s.sqlite")
     sampling = {"temperature": 1.0}
     keys = []
-    for v in (build_verifier("math", **CONFIG), build_verifier("math", **{**CONFIG, "max_answer_chars": 3})):
+    for v in (build("math"), build("math", max_answer_chars=3)):
         settings = probe_settings(sampling, v)
         keys.append(probe_key("fp", "tfp", settings))
         store.ensure_probe(keys[-1], "fp", "tfp", settings, "mymodel", "t")

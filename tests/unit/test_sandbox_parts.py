@@ -128,16 +128,17 @@ def test_weak_isolation_only_when_asked_and_loudly():
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-def test_code_verifier_options(caplog):
+def test_code_verifier_options():
     from boundlab.verify import build_verifier
 
-    # The shared `verify` config also carries the math verifier's keys: accepted silently.
-    v = build_verifier("code", workers=2, deadline_s=2.0, max_answer_chars=512,
-                       allow_weak_isolation=True, bwrap="/nonexistent/bwrap", timeout_s=4.0,
-                       memory_mb=512)
-    assert v.pool.cfg.timeout_s == 4.0 and v.pool.cfg.memory_mb == 512
-    assert not [r for r in caplog.records if r.name == "boundlab.verify.code"]
+    # Built from its own block (`verify.code`) plus the shared workers.
+    v = build_verifier("code", workers=2, allow_weak_isolation=True, bwrap="/nonexistent/bwrap",
+                       timeout_s=4.0, memory_mb=512)
+    assert v.pool.cfg.timeout_s == 4.0 and v.pool.cfg.memory_mb == 512 and v.pool.cfg.workers == 2
     v.close()
-    v = build_verifier("code", timout_s=3, allow_weak_isolation=True, bwrap="/nonexistent/bwrap")
-    assert "timout_s" in caplog.text  # a typo is reported
-    v.close()
+    # The math verifier's keys never reach it (verifier_options): one that does is a caller's bug.
+    with pytest.raises(TypeError, match=r"code verifier: unknown option\(s\) \['deadline_s'\]"):
+        build_verifier("code", deadline_s=2.0, allow_weak_isolation=True, bwrap="/nonexistent/bwrap")
+    # A typo is refused, naming it.
+    with pytest.raises(TypeError, match=r"unknown option\(s\) \['timout_s'\]"):
+        build_verifier("code", timout_s=3, allow_weak_isolation=True, bwrap="/nonexistent/bwrap")

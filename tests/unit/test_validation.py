@@ -72,7 +72,7 @@ RANGE_CASES = [
     ("probe", "task.template=Solve.", "task.template='Solve.': has no {question} field, so every prompt would be "
                                       "the same text; add {question}"),
     ("probe", "sampler.batch_size=0", "sampler.batch_size=0: must be >= 1"),
-    ("probe", "verify.deadline_s=0", "verify.deadline_s=0.0: must be > 0 (seconds per math-verify call)"),
+    ("probe", "verify.math.deadline_s=0", "verify.math.deadline_s=0.0: must be > 0 (seconds per math-verify call)"),
     ("probe", "logger.mode=sometimes", "logger.mode=sometimes: must be one of null, online, offline, disabled"),
     ("probe", "model.dtype=fp8", "model.dtype=fp8: must be one of auto, float32, bfloat16, float16"),
     ("train", "probe.n=0", "probe.n=0: must be >= 1 (samples per problem; pass@k is reported for k = 1..n)"),

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from boundlab.config import to_dict, with_updates
+from boundlab.config import lift_flat_option_keys, to_dict, with_updates
 from boundlab.rundir import CHECKPOINTS_DIR, DONE_MARKER, HYDRA_CONFIG, RUN_INFO
 
 
@@ -33,20 +33,20 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
     from boundlab.rundir.io import read_json
     from boundlab.sampling.checkpoint import sampler_factory
     from boundlab.tracking import build_logger
-    from boundlab.verify import build_verifier
+    from boundlab.verify import build_verifier, verifier_options
 
     run_dir = Path(run_dir)
     cfg_file = run_dir / HYDRA_CONFIG
     if not cfg_file.is_file():
         raise FileNotFoundError(f"watch={run_dir}: not a training run dir (no {HYDRA_CONFIG})")
-    cfg = OmegaConf.load(cfg_file)
+    cfg = lift_flat_option_keys(OmegaConf.load(cfg_file))  # run dirs from before verify.math etc.
     if sampler_cfg is not None:
         cfg.sampler = sampler_cfg
     set_threads(cfg.sampler.torch_threads)
     info = read_json(run_dir / RUN_INFO, {}, "the training run's W&B run id")
     task = load_task(cfg)
     store = Store(cfg.store.path)
-    verifier = build_verifier(task.verifier, **to_dict(cfg.verify))
+    verifier = build_verifier(task.verifier, **verifier_options(task.verifier, cfg.verify))
     logger = build_logger(with_updates(cfg.logger, run_id=info.get("wandb_run_id"), job_type="probe"),
                           run_dir, to_dict(cfg))
     try:

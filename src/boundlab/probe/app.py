@@ -35,11 +35,11 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
         return out
 
     from boundlab.tracking import build_logger
-    from boundlab.verify import build_verifier
+    from boundlab.verify import build_verifier, verifier_options
 
     store = Store(cfg.store.path)
     logger = None
-    verifier = build_verifier(task.verifier, **to_dict(cfg.verify))
+    verifier = build_verifier(task.verifier, **verifier_options(task.verifier, cfg.verify))
     try:
         if cfg.samples:
             result, task = score_samples_file(task, cfg.samples, verifier, store,

@@ -2,8 +2,12 @@
 
 - A probe's key covers the verifier (`probe_settings`): its name, the version of its logic, every
   setting that can change a verdict and the versions of the libraries that judge
-  (`Verifier.identity()`). Changing `verify.max_answer_chars`, say, makes a new probe; the old
-  verdicts are never silently reused.
+  (`Verifier.identity()`). Each verifier is built from its own config block, so its identity holds
+  only its own settings: changing `verify.math.max_answer_chars` makes a new math probe (and
+  leaves code probes' keys alone); the old verdicts are never silently reused. When the blocks were
+  introduced the code identity lost `extraction` (a math setting that had leaked into it), so code
+  probes got new keys once and re-verify their stored completions under them (below), sampling
+  nothing; math, exact and toy identities came out the same.
 - A probe whose key is new only because the verifier changed does not sample again: the
   completions stored for the same model, task and sampling settings are re-verified under the new
   verifier and stored under the new key with their sample indices (`reverify_stored`). Their texts

@@ -1,4 +1,9 @@
-"""Samplers by name: `hf` (transformers generate) and `vllm` (GPU)."""
+"""Samplers by name: `hf` (transformers generate) and `vllm` (GPU).
+
+A sampler factory reads the shared `sampler.*` knobs (name, batch_size, device, torch_threads) and
+only its own block: `sampler.vllm` goes, as keyword arguments, to the vLLM sampler alone, whose
+constructor takes no catch-all, so an option it does not know is a TypeError.
+"""
 
 from __future__ import annotations
 
@@ -28,12 +33,15 @@ def _hf(model_cfg: Any, sampler_cfg: Any, model: Any = None, tokenizer: Any = No
 def _vllm(model_cfg: Any, sampler_cfg: Any, model: Any = None, tokenizer: Any = None) -> Sampler:
     from boundlab.sampling.vllm import VLLMSampler, save_for_vllm
 
+    from boundlab.config import to_dict
+
+    options = to_dict(sampler_cfg.vllm)
     if model is None:
-        return VLLMSampler(model_cfg, sampler_cfg)
+        return VLLMSampler(model_cfg, **options)
     # A model built in memory (a LoRA checkpoint merged into its base): vLLM loads only folders,
     # so it gets a saved copy, deleted when the sampler closes.
     folder = save_for_vllm(model, tokenizer)
-    return VLLMSampler(model_cfg, sampler_cfg, path=str(folder), owned_dir=folder)
+    return VLLMSampler(model_cfg, path=str(folder), owned_dir=folder, **options)
 
 
 def pick_device(name: str) -> str:

@@ -22,7 +22,8 @@ class VLLMSampler(Sampler):
     name = "vllm"
     rows_per_call = 8192
 
-    def __init__(self, model_cfg: Any, sampler_cfg: Any, path: str | None = None,
+    def __init__(self, model_cfg: Any, gpu_memory_utilization: float = 0.85,
+                 tensor_parallel_size: int = 1, path: str | None = None,
                  owned_dir: Path | None = None):
         self.owned_dir = owned_dir  # deleted on close: a merged copy saved for this sampler
         try:
@@ -34,8 +35,8 @@ class VLLMSampler(Sampler):
 
         path = path or resolve_model_path(model_cfg)
         self.llm = LLM(model=path, dtype=model_cfg.dtype if model_cfg.dtype != "auto" else "auto",
-                       gpu_memory_utilization=sampler_cfg.gpu_memory_utilization,
-                       tensor_parallel_size=sampler_cfg.tensor_parallel_size,
+                       gpu_memory_utilization=gpu_memory_utilization,
+                       tensor_parallel_size=tensor_parallel_size,
                        trust_remote_code=model_cfg.trust_remote_code)
 
     def close(self) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from boundlab.tasks.base import Problem
 from boundlab.toyworld.world import ANSWER_MARKER, STRATEGIES, Expr, _apply, prompt
@@ -115,10 +115,11 @@ def judge(problem: Problem, completion: str) -> Verdict:
 
 class ToyVerifier(Verifier):
     name = "toy"
-    # Reads no settings: none of the `verify` config can change a toy verdict.
+    # Takes no settings (no `verify.toy` block): nothing in the `verify` config can change a toy
+    # verdict.
     verdict_settings = frozenset()
 
-    def __init__(self, **_: Any):
+    def __init__(self) -> None:
         pass
 
     def score(self, problem: Problem, completions: Sequence[str]) -> list[Verdict]:

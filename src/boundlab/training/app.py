@@ -47,7 +47,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.rundir import checkpoints as ck
     from boundlab.sampling.checkpoint import sampler_factory
     from boundlab.training.rewards import make_reward_fn
-    from boundlab.verify import build_verifier
+    from boundlab.verify import build_verifier, verifier_options
 
     from boundlab.algos import check as check_algo
     from boundlab.errors import no_space_left
@@ -69,7 +69,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     probe_task = load_task(cfg)
     train_task = build_task(_with(cfg.task, split=cfg.train.train_split, limit=cfg.train.train_limit))
     store = Store(cfg.store.path)
-    verifier = build_verifier(probe_task.verifier, **to_dict(cfg.verify))
+    verifier = build_verifier(probe_task.verifier, **verifier_options(probe_task.verifier, cfg.verify))
     info = _load_run_info(run_dir)
     logger_cfg = _with(cfg.logger, run_id=cfg.logger.run_id or info.get("wandb_run_id"),
                        job_type=cfg.logger.job_type or cfg.algo.name)

@@ -41,12 +41,13 @@ class Verifier:
     # Bump when a change to this verifier's logic can change a verdict: the version is part of the
     # probe key, so verdicts stored by the old logic are re-verified rather than reused.
     version: ClassVar[int] = 1
-    # Settings (keyword options from the `verify` config) that cannot change a verdict. Every
+    # Settings (keyword options: the verifier's own `verify.<name>` block plus the shared
+    # `verify.workers`, boundlab.verify.verifier_options) that cannot change a verdict. Every
     # other option the verifier is built with, and every default of its constructor, is part of
     # the probe key, so a setting added later joins the key without anyone remembering to add it.
     verdict_neutral: ClassVar[frozenset[str]] = frozenset({"workers"})
-    # For a verifier that reads only a few named options and drops the rest: exactly those. When
-    # set, it replaces `verdict_neutral`.
+    # For a verifier whose verdicts depend on only a few named options: exactly those. When set, it
+    # replaces `verdict_neutral`.
     verdict_settings: ClassVar[frozenset[str] | None] = None
     # Distributions whose installed versions can change a verdict (math-verify for math).
     libraries: ClassVar[tuple[str, ...]] = ()

@@ -16,7 +16,6 @@ Identical programs for one problem are run once (sampling at large n repeats its
 from __future__ import annotations
 
 import ast
-import logging
 import platform
 import re
 from dataclasses import fields
@@ -161,16 +160,13 @@ def program_for(problem: Problem, completion: str) -> str | None:
 
 
 _SANDBOX_FIELDS = {f.name for f in fields(SandboxConfig)}
-# The `verify` config is shared by all verifiers; these keys belong to the others.
-_OTHER_VERIFIERS_KEYS = {"deadline_s", "max_answer_chars", "cache_size", "marker"}
-log = logging.getLogger(__name__)
 
 
 class CodeVerifier(Verifier):
     name = "code"
-    # Cannot change a verdict: the worker count, and the other verifiers' keys of the shared
-    # `verify` config (dropped below). Everything else is in the probe key.
-    verdict_neutral = frozenset({"workers"}) | _OTHER_VERIFIERS_KEYS
+    # Cannot change a verdict: the worker count. Everything else it is built with (its
+    # `verify.code` block, any other SandboxConfig field) is in the probe key.
+    verdict_neutral = frozenset({"workers"})
 
     def identity(self) -> dict[str, Any]:
         # Programs run under this interpreter (sys.executable): its version can change a verdict.
@@ -178,12 +174,12 @@ class CodeVerifier(Verifier):
 
     def __init__(self, timeout_s: float = 3.0, workers: int | None = None,
                  allow_weak_isolation: bool = False, dedupe: bool = True, **options: Any):
+        # `options` are SandboxConfig fields (memory_mb, retries, ...); anything else is a bug in
+        # the caller, refused rather than dropped.
         unknown = set(options) - _SANDBOX_FIELDS
-        if unknown - _OTHER_VERIFIERS_KEYS:
-            log.warning("code verifier: ignoring unknown option(s) %s; known: %s",
-                        sorted(unknown - _OTHER_VERIFIERS_KEYS),
-                        sorted(_SANDBOX_FIELDS | {"dedupe"}))
-        options = {k: v for k, v in options.items() if k in _SANDBOX_FIELDS}
+        if unknown:
+            raise TypeError(f"code verifier: unknown option(s) {sorted(unknown)}; known: "
+                            f"{sorted(_SANDBOX_FIELDS | {'dedupe'})}")
         self.dedupe = dedupe
         # Builds (and checks) the pool now, so a missing sandbox fails at start, loudly; the
         # worker processes themselves start on first use.

@@ -3,7 +3,7 @@ whole completion when there is none)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from boundlab.tasks.base import Problem
 from boundlab.verify.base import Verdict, Verifier
@@ -19,10 +19,10 @@ def extract_exact(completion: str, marker: str = "A:") -> str | None:
 
 class ExactVerifier(Verifier):
     name = "exact"
-    # Only the marker changes a verdict; the rest of the `verify` config is dropped.
+    # Only the marker changes a verdict (it has no `verify.exact` block: the default marker).
     verdict_settings = frozenset({"marker"})
 
-    def __init__(self, marker: str = "A:", **_: Any):
+    def __init__(self, marker: str = "A:"):
         self.marker = marker
 
     def score(self, problem: Problem, completions: Sequence[str]) -> list[Verdict]:

@@ -221,19 +221,18 @@ class MathVerifier(Verifier):
     version = 2
     # score_many takes `cut_off` flags (completions stopped at max_new_tokens).
     reads_cut_off = True
-    # Cannot change a verdict: the worker count, the cache size, and the code verifier's keys of
-    # the shared `verify` config (dropped by __init__'s **_). Everything else is in the probe key.
-    verdict_neutral = frozenset({"workers", "cache_size", "timeout_s", "memory_mb",
-                                 "allow_weak_isolation"})
+    # Cannot change a verdict: the worker count and the cache size. Everything else it is built
+    # with (its `verify.math` block) is in the probe key.
+    verdict_neutral = frozenset({"workers", "cache_size"})
     libraries = ("math-verify", "latex2sympy2_extended", "sympy")
     # A timeout says math-verify could not decide in its budget, not that the answer is wrong.
     timeouts_are_final = False
 
     def __init__(self, workers: int = 2, deadline_s: float = 2.0,
                  max_answer_chars: int = MAX_ANSWER_CHARS, cache_size: int = 200_000,
-                 extraction: str = "lenient", **_: Any):
+                 extraction: str = "lenient"):
         if extraction not in MODES:
-            raise ValueError(f"verify.extraction must be one of {', '.join(MODES)}, "
+            raise ValueError(f"verify.math.extraction must be one of {', '.join(MODES)}, "
                              f"got {extraction!r}")
         self.extraction = extraction
         if extraction == "lenient":
