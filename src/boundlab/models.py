@@ -223,12 +223,25 @@ def model_fingerprint(resolved: str, cache: Any = None) -> str:
         for k in ("_name_or_path", "transformers_version"):
             conf.pop(k, None)
         h.update(json.dumps(conf, sort_keys=True).encode())
-    files = sorted(f for f in p.iterdir() if f.suffix in {".safetensors", ".bin", ".pt", ".gguf"}
-                   or f.name in {"tokenizer.json", "tokenizer_config.json", "generation_config.json"})
+    files = sorted(f for f in p.iterdir()
+                   if (f.suffix in {".safetensors", ".bin", ".pt", ".gguf"}
+                       or f.name in {"tokenizer.json", "tokenizer_config.json", "generation_config.json"})
+                   and not _trainer_state_file(f.name))
     for f in files:
         h.update(f.name.encode())
         h.update(_file_sha(f, cache).encode())
     return h.hexdigest()[:16]
+
+
+# What an HF Trainer checkpoint holds beside the model: the optimizer (twice the model's size with
+# Adam), scheduler, grad scaler, RNG states and the training arguments, which record the run dir's
+# path. None of it changes what the model samples, so none of it is in the fingerprint: two identical
+# runs in different folders probe as the same model, and a 7B checkpoint's optimizer is never hashed.
+_TRAINER_STATE_FILES = {"optimizer.pt", "scheduler.pt", "scaler.pt", "training_args.bin"}
+
+
+def _trainer_state_file(name: str) -> bool:
+    return name in _TRAINER_STATE_FILES or name.startswith("rng_state")
 
 
 def _file_sha(f: Path, cache: Any) -> str:

@@ -1,0 +1,37 @@
+"""A model's fingerprint is its config and weights, not the training state saved beside them."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from boundlab.models import model_fingerprint
+from boundlab.toyworld import paths
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_trainer_state_beside_the_weights_does_not_change_the_fingerprint(tmp_path):
+    base = paths.base_model_dir()
+    a, b = _copy(base, tmp_path / "run_a" / "checkpoint-2"), _copy(base, tmp_path / "run_b" / "checkpoint-2")
+    # What HF's Trainer writes beside a checkpoint's weights; training_args.bin holds the run dir.
+    for d, tag in ((a, b"run_a"), (b, b"run_b")):
+        for name in ("training_args.bin", "optimizer.pt", "scheduler.pt", "rng_state.pth", "rng_state_1.pth"):
+            (d / name).write_bytes(tag * 10)
+    assert model_fingerprint(str(a)) == model_fingerprint(str(b)) == model_fingerprint(str(base))
+
+
+def test_different_weights_or_config_change_it(tmp_path):
+    base = paths.base_model_dir()
+    w = _copy(base, tmp_path / "w")
+    data = bytearray((w / "model.safetensors").read_bytes())
+    data[-1] ^= 1  # one bit of one weight
+    (w / "model.safetensors").write_bytes(bytes(data))
+    assert model_fingerprint(str(w)) != model_fingerprint(str(base))
+    # A weights file in .bin form (pytorch_model.bin) still counts.
+    b = _copy(base, tmp_path / "b")
+    (b / "pytorch_model.bin").write_bytes(b"weights")
+    assert model_fingerprint(str(b)) != model_fingerprint(str(base))
