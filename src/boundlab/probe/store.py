@@ -116,6 +116,14 @@ def store_error(path: Path, e: BaseException, doing: str) -> Exception | None:
     return None
 
 
+
+def _sample_rows(cursor: Iterable[tuple]) -> list[SampleRow]:
+    """SampleRows from rows of (problem_id, idx, text, extracted, correct, strict, outcome,
+    n_tokens, info), the column order every sample query selects."""
+    return [SampleRow(pid, idx, text, ext, bool(c), None if st is None else bool(st), out, nt,
+                      json.loads(info) if info else None)
+            for pid, idx, text, ext, c, st, out, nt, info in cursor]
+
 class Store:
     def __init__(self, path: str | Path, writable: bool = True):
         """`writable=False` (readers such as report.py) skips the write check, so a read-only
@@ -266,9 +274,7 @@ class Store:
             q += " AND correct=?"
             args.append(int(correct))
         q += " ORDER BY problem_id, idx"
-        return [SampleRow(pid, idx, text, ext, bool(c), None if s is None else bool(s), out, nt,
-                          json.loads(info) if info else None)
-                for pid, idx, text, ext, c, s, out, nt, info in self.db.execute(q, args)]
+        return _sample_rows(self.db.execute(q, args))
 
     def samples_missing_from(self, key: str, donor: str, n_max: int | None = None) -> list[SampleRow]:
         """`donor`'s samples (its first n_max per problem) whose (problem, idx) `key` lacks."""
@@ -278,10 +284,7 @@ class Store:
              " WHERE (? IS NULL OR rn <= ?) AND NOT EXISTS (SELECT 1 FROM samples s"
              " WHERE s.key=? AND s.problem_id=d.problem_id AND s.idx=d.idx)"
              " ORDER BY problem_id, idx")
-        return [SampleRow(pid, idx, text, ext, bool(c), None if st is None else bool(st), out, nt,
-                          json.loads(info) if info else None)
-                for pid, idx, text, ext, c, st, out, nt, info
-                in self.db.execute(q, (donor, n_max, n_max, key))]
+        return _sample_rows(self.db.execute(q, (donor, n_max, n_max, key)))
 
     def with_outcome(self, key: str, outcome: str, n_max: int | None = None) -> list[SampleRow]:
         """Samples judged `outcome`, among each problem's first n_max."""
@@ -289,10 +292,7 @@ class Store:
              " SELECT *, ROW_NUMBER() OVER (PARTITION BY problem_id ORDER BY idx) AS rn"
              " FROM samples WHERE key=?) WHERE outcome=? AND (? IS NULL OR rn <= ?)"
              " ORDER BY problem_id, idx")
-        return [SampleRow(pid, idx, text, ext, bool(c), None if st is None else bool(st), out, nt,
-                          json.loads(info) if info else None)
-                for pid, idx, text, ext, c, st, out, nt, info
-                in self.db.execute(q, (key, outcome, n_max, n_max))]
+        return _sample_rows(self.db.execute(q, (key, outcome, n_max, n_max)))
 
     # `samples()` reads every text; at n = 1024 on 500 problems that is gigabytes. A reader that
     # draws a few samples (the report's perplexity section) lists them without their text, then

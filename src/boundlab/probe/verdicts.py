@@ -106,14 +106,21 @@ def reverify_stored(store: Store, key: str, model_fp: str, task_fp: str,
             f"(sampled for probe {', '.join(sources)}; the verifier changed, not the samples)")
 
 
+
+def _open_timeouts(store: Store, key: str, task: Task, verifier: Any,
+                   n: int | None) -> list[SampleRow]:
+    """The probe's stored `timeout` samples on this task's problems, when a timeout is not the
+    verifier's last word (else none)."""
+    if timeouts_final(verifier):
+        return []
+    ids = {p.problem_id for p in task.problems}
+    return [r for r in store.with_outcome(key, "timeout", n) if r.problem_id in ids]
+
 def recheck_timeouts(store: Store, key: str, task: Task, verifier: Any,
                      n: int | None = None) -> str | None:
     """Judge the probe's stored `timeout` samples again, when a timeout is not the verifier's
     last word. Returns the one line to print, or None when there was nothing to re-check."""
-    if timeouts_final(verifier):
-        return None
-    ids = {p.problem_id for p in task.problems}
-    rows = [r for r in store.with_outcome(key, "timeout", n) if r.problem_id in ids]
+    rows = _open_timeouts(store, key, task, verifier, n)
     if not rows:
         return None
     fresh = _rescore(verifier, task, rows)
@@ -127,10 +134,7 @@ def recheck_timeouts(store: Store, key: str, task: Task, verifier: Any,
 def timeout_note(store: Store, key: str, task: Task, verifier: Any,
                  n: int | None = None) -> str | None:
     """A summary note counting the probe's `timeout` samples (counted as wrong in pass@k)."""
-    if timeouts_final(verifier):
-        return None
-    ids = {p.problem_id for p in task.problems}
-    rows = [r for r in store.with_outcome(key, "timeout", n) if r.problem_id in ids]
+    rows = _open_timeouts(store, key, task, verifier, n)
     if not rows:
         return None
     problems = len({r.problem_id for r in rows})
