@@ -75,7 +75,7 @@ def training_args_common(cfg: Any, output_dir: str, report_to: list[str]) -> dic
         max_steps=t.max_steps,
         save_strategy="steps",
         save_steps=t.save_steps,
-        # BoundLab rotates (training/checkpoints.rotate, from the probe callback): HF would delete
+        # BoundLab rotates (rundir/checkpoints.rotate, from the probe callback): HF would delete
         # checkpoints inside its save, before the callback could probe or hand them on.
         save_total_limit=None,
         logging_steps=t.logging_steps,
