@@ -33,6 +33,8 @@ import boundlab.sampling  # noqa: F401
 # The toy world: its task, its verifier and the ${toy_model:...} config resolver.
 import boundlab.toyworld.task  # noqa: F401 - toy_arith
 import boundlab.toyworld.verifier  # noqa: F401 - toy
+import boundlab.toyworld2.task  # noqa: F401 - toy2
+import boundlab.toyworld2.verifier  # noqa: F401 - toy2
 from boundlab.report.schema import ReportMain
 from boundlab.toyworld.paths import register_resolver
 

@@ -54,6 +54,13 @@ class TaskConfig:
     verifier: Optional[str] = None
     # Keep only the first N problems.
     limit: Optional[int] = None
+    # Tiered tasks (toy2): probe only these tiers (null = all).
+    tiers: Optional[list[str]] = None
+    # Tiered tasks (toy2): the first N problems of each tier, in split order (null = all).
+    per_tier: Optional[int] = None
+    # Tiered tasks (toy2), split=train: the RL training mix, tier -> share of the training problems
+    # (null = the task's default mix). The share of the counter-rule family is an ablation axis.
+    train_mix: Optional[dict[str, float]] = None
 
 
 @dataclass

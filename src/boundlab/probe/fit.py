@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-TOY_MODELS = frozenset({"toy", "toy_teacher"})
+TOY_MODELS = frozenset({"toy", "toy_teacher", "toy2", "toy2_teacher"})
 TOY_PROBE = "toy"
 REAL_PROBE = "real"
 

@@ -37,6 +37,8 @@ class Task:
     chat: bool = False
     # Optional system message used with the chat template.
     system: str | None = None
+    # The `Problem.meta` key every table and plot breaks down by (e.g. "tier"), or None.
+    group_by: str | None = None
 
     def __post_init__(self) -> None:
         ids = [p.problem_id for p in self.problems]
@@ -56,7 +58,8 @@ class Task:
 
     def with_problems(self, problems: list[Problem]) -> "Task":
         """The same task (template, verifier, chat settings) over a subset of its problems."""
-        return Task(self.name, problems, self.template, self.verifier, self.chat, self.system)
+        return Task(self.name, problems, self.template, self.verifier, self.chat, self.system,
+                    self.group_by)
 
     def render(self, problem: Problem, tokenizer: Any = None) -> str:
         """The exact prompt string a sampler feeds the model."""

@@ -13,7 +13,7 @@ from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerBase
 
 
 def build_config(tokenizer: PreTrainedTokenizerBase, hidden: int = 128, layers: int = 4,
-                 heads: int = 4, intermediate: int = 512) -> LlamaConfig:
+                 heads: int = 4, intermediate: int = 512, max_positions: int = 64) -> LlamaConfig:
     return LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=hidden,
@@ -22,7 +22,7 @@ def build_config(tokenizer: PreTrainedTokenizerBase, hidden: int = 128, layers: 
         num_attention_heads=heads,
         num_key_value_heads=heads,
         # Prompts are 8 tokens and completions at most ~22; 64 leaves room for templates.
-        max_position_embeddings=64,
+        max_position_embeddings=max_positions,
         rope_theta=10000.0,
         tie_word_embeddings=True,
         pad_token_id=tokenizer.pad_token_id,

@@ -21,7 +21,12 @@ def teacher_model_dir() -> Path:
 
 
 def toy_model(which: str = "base") -> str:
-    """The `${toy_model:base}` / `${toy_model:teacher}` resolver of conf/model/toy*.yaml."""
+    """The `${toy_model:base}` / `${toy_model:teacher}` resolver of conf/model/toy*.yaml
+    (`base2` / `teacher2`: the second-edition world's)."""
+    if which in ("base2", "teacher2"):
+        from boundlab.toyworld2 import paths as p2
+
+        return str({"base2": p2.base_model_dir, "teacher2": p2.teacher_model_dir}[which]())
     return str({"base": base_model_dir, "teacher": teacher_model_dir}[which]())
 
 

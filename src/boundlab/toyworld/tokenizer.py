@@ -18,8 +18,8 @@ SPECIALS = (PAD, EOS, UNK)
 CHARS = tuple("0123456789+-*=,;:QA ")
 
 
-def build_tokenizer() -> PreTrainedTokenizerFast:
-    vocab = {t: i for i, t in enumerate(SPECIALS + CHARS)}
+def build_tokenizer(chars: tuple[str, ...] = CHARS, max_length: int = 64) -> PreTrainedTokenizerFast:
+    vocab = {t: i for i, t in enumerate(SPECIALS + tuple(chars))}
     tok = Tokenizer(models.WordLevel(vocab, unk_token=UNK))
     # One token per character (WordLevel would otherwise look up whole words).
     tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
@@ -31,6 +31,6 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
         pad_token=PAD,
         eos_token=EOS,
         unk_token=UNK,
-        model_max_length=64,
+        model_max_length=max_length,
         clean_up_tokenization_spaces=False,
     )

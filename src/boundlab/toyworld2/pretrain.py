@@ -1,0 +1,163 @@
+"""Pretrain the second-edition toy world's base model and its teacher, on CPU, reproducibly.
+
+    python -m boundlab.toyworld2.pretrain --seed 0                 # both, into the shipped assets/
+    python -m boundlab.toyworld2.pretrain --out /tmp/tw2 --which base --steps 300
+
+The base is trained from scratch on the base corpus (`world.BaseMix`: every decision drawn
+independently, `#` read as `+`); the teacher starts from the base and is fine-tuned on canonical
+traces of every tier, `#` included (the out-of-support family only it knows).
+
+Killed runs resume: every `--save-every` steps the model, the optimizer and the corpus RNG are saved
+under `<out>/<which>.partial/`, and a rerun of the same command continues from there, bit-identical
+to an uninterrupted run (same batches, same updates). The loss covers completion tokens and EOS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pickle
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from boundlab.toyworld.model import build_model
+from boundlab.toyworld.pretrain import encode_pairs
+from boundlab.toyworld2 import world
+from boundlab.toyworld2.paths import assets_dir
+from boundlab.toyworld2.tokenizer import build_tokenizer
+
+MAX_POSITIONS = 128
+
+
+def _lr_at(step: int, steps: int, lr: float, warmup: int) -> float:
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    t = (step - warmup) / max(1, steps - warmup)
+    return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
+
+
+def train(model, tokenizer, corpus: world.Corpus, *, steps: int, batch_size: int, lr: float,
+          warmup: int, seed: int, partial: Path | None = None, save_every: int = 250,
+          log_every: int = 50, tag: str = "base", micro: int = 32) -> dict:
+    torch.manual_seed(seed)
+    vocab = tokenizer.get_vocab()
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
+    start, history = 0, []
+    if partial is not None and (partial / "state.pt").exists():
+        state = torch.load(partial / "state.pt", weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        corpus.rng.setstate(pickle.loads(state["corpus_rng"]))
+        start, history = state["step"], state["history"]
+        print(f"[{tag}] resumed at step {start} from {partial}", flush=True)
+    model.train()
+    t0 = time.time()
+    recent: list[float] = []
+    for step in range(start, steps):
+        for g in opt.param_groups:
+            g["lr"] = _lr_at(step, steps, lr, warmup)
+        # Length-sorted micro-batches (less padding), each weighted by its share of the batch's
+        # completion tokens: the same gradient as one padded batch, for about 2/3 of the compute.
+        pairs = sorted(corpus.batch(batch_size), key=lambda pc: len(pc[0]) + len(pc[1]))
+        parts = [encode_pairs(vocab, pairs[i: i + micro], tokenizer.eos_token_id,
+                              tokenizer.pad_token_id) for i in range(0, len(pairs), micro)]
+        total = sum(int((b["labels"] != -100).sum()) for b in parts)
+        opt.zero_grad(set_to_none=True)
+        loss_sum = 0.0
+        for b in parts:
+            w = int((b["labels"] != -100).sum()) / total
+            loss = model(**b).loss * w
+            loss.backward()
+            loss_sum += loss.item()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        recent.append(loss_sum)
+        if (step + 1) % log_every == 0 or step + 1 == steps:
+            avg = sum(recent) / len(recent)
+            history.append({"step": step + 1, "loss": round(avg, 4)})
+            print(f"[{tag}] step {step + 1}/{steps} loss {avg:.4f} "
+                  f"lr {_lr_at(step, steps, lr, warmup):.2e} {time.time() - t0:.0f}s", flush=True)
+            recent = []
+        if partial is not None and ((step + 1) % save_every == 0) and step + 1 < steps:
+            partial.mkdir(parents=True, exist_ok=True)
+            tmp = partial / "state.pt.tmp"
+            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step + 1,
+                        "corpus_rng": pickle.dumps(corpus.rng.getstate()), "history": history}, tmp)
+            tmp.replace(partial / "state.pt")
+    model.eval()
+    return {"steps": steps, "batch_size": batch_size, "lr": lr, "warmup": warmup, "seed": seed,
+            "final_loss": history[-1]["loss"] if history else None,
+            "seconds_this_process": round(time.time() - t0, 1), "resumed_from": start,
+            "history": history}
+
+
+def save(model, tokenizer, out: Path, info: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.max_new_tokens = MAX_POSITIONS - 20
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    (out / "train_info.json").write_text(json.dumps(info, indent=1) + "\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--out", type=Path, default=assets_dir())
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--which", choices=["base", "teacher", "both"], default="both")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=4000)
+    ap.add_argument("--teacher-steps", type=int, default=600)
+    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--teacher-lr", type=float, default=1e-3)
+    ap.add_argument("--save-every", type=int, default=250)
+    ap.add_argument("--mix", type=Path, default=None,
+                    help="JSON with BaseMix fields (default_prec, default_bracket, cells)")
+    args = ap.parse_args(argv)
+
+    torch.set_num_threads(args.threads)
+    tokenizer = build_tokenizer()
+    mix = world.BaseMix(**json.loads(args.mix.read_text())) if args.mix else world.BaseMix()
+    common = {"command": " ".join(["python -m boundlab.toyworld2.pretrain", *(argv or sys.argv[1:])]),
+              "threads": args.threads, "torch": torch.__version__}
+
+    if args.which in ("base", "both"):
+        torch.manual_seed(args.seed)
+        model = build_model(tokenizer, max_positions=MAX_POSITIONS)
+        partial = args.out / "base.partial"
+        info = train(model, tokenizer, world.Corpus(args.seed, mix), steps=args.steps,
+                     batch_size=args.batch_size, lr=args.lr, warmup=100, seed=args.seed,
+                     partial=partial, save_every=args.save_every, tag="base")
+        info.update(common, role="base", mix={"default_prec": mix.default_prec,
+                    "default_bracket": mix.default_bracket, "cells": mix.cells},
+                    corpus_tiers=world.CORPUS_TIERS,
+                    params=sum(p.numel() for p in model.parameters()))
+        save(model, tokenizer, args.out / "base", info)
+        shutil.rmtree(partial, ignore_errors=True)
+        print(f"[base] saved to {args.out / 'base'}")
+
+    if args.which in ("teacher", "both"):
+        from transformers import AutoModelForCausalLM
+
+        model = AutoModelForCausalLM.from_pretrained(args.out / "base")
+        partial = args.out / "teacher.partial"
+        info = train(model, tokenizer, world.Corpus(args.seed + 1, teacher=True),
+                     steps=args.teacher_steps, batch_size=args.batch_size, lr=args.teacher_lr,
+                     warmup=20, seed=args.seed + 1, partial=partial, save_every=args.save_every,
+                     tag="teacher")
+        info.update(common, role="teacher", init="base", corpus_tiers=world.CORPUS_TIERS,
+                    params=sum(p.numel() for p in model.parameters()))
+        save(model, tokenizer, args.out / "teacher", info)
+        shutil.rmtree(partial, ignore_errors=True)
+        print(f"[teacher] saved to {args.out / 'teacher'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""The `toy2` task: the second-edition toy world's stratified test split or its RL-train pool.
+
+Problem ids are stable (`tw2-test-0000`, `tw2-train-0000`); the test split is ordered round-robin
+across tiers, so `limit` keeps it close to stratified. `task.tiers` keeps only the listed tiers and
+`task.per_tier` the first N of each, in split order (the default run probes a slice of the key
+tiers). `split=train` ignores those and builds the RL training set from `task.train_mix`
+(tier -> share; `DEFAULT_TRAIN_MIX` when null). `meta` carries `tier`, `family`, `operands` and
+`cells` (the decisions on the correct path); the task breaks every table down by `tier`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from boundlab.tasks import TASKS
+from boundlab.tasks.base import Problem, Task
+from boundlab.toyworld2.world import PROMPT_TEMPLATE, TIERS, splits
+
+
+def toy2_problems(split: str = "test", tiers: list[str] | None = None,
+                  per_tier: int | None = None) -> list[Problem]:
+    if split not in ("test", "train"):
+        raise ValueError(f"toy2 split must be 'test' or 'train', not {split!r}")
+    if tiers is not None:
+        bad = [t for t in tiers if t not in TIERS]
+        if bad:
+            raise ValueError(f"task.tiers: unknown tier(s) {bad}; the tiers are {list(TIERS)}")
+    seen: dict[str, int] = {}
+    out = []
+    for i, p in enumerate(splits()[split]):
+        if tiers is not None and p.tier not in tiers:
+            continue
+        seen[p.tier] = seen.get(p.tier, 0) + 1
+        if per_tier is not None and seen[p.tier] > per_tier:
+            continue
+        out.append(Problem(f"tw2-{split}-{i:04d}", p.question, str(p.answer),
+                           {"tier": p.tier, "family": p.family, "operands": p.operands,
+                            "cells": list(p.cells)}))
+    return out
+
+
+# The RL training mix when `task.train_mix` is null: every family, the counter-rule one at 10%.
+DEFAULT_TRAIN_MIX = {"E": 0.2, "H1": 0.3, "H2": 0.2, "H3": 0.1, "B3": 0.05, "B4": 0.05, "X": 0.1}
+
+
+def train_problems(mix: dict[str, float]) -> list[Problem]:
+    """The train split in the tier proportions of `mix`: as many problems as the scarcest
+    tier allows (each tier's pool is used in split order), interleaved so any prefix keeps the mix."""
+    bad = [t for t in mix if t not in TIERS]
+    if bad or any(w < 0 for w in mix.values()) or sum(mix.values()) <= 0:
+        raise ValueError(f"task.train_mix: need tier -> share >= 0 over {list(TIERS)}, got {dict(mix)}")
+    pools = {t: [p for p in toy2_problems("train") if p.meta["tier"] == t] for t in mix if mix[t] > 0}
+    total_w = sum(mix[t] for t in pools)
+    total = int(min(len(pools[t]) * total_w / mix[t] for t in pools))
+    want = {t: round(total * mix[t] / total_w) for t in pools}
+    out, taken = [], {t: 0 for t in pools}
+    for i in range(sum(want.values())):
+        t = max(pools, key=lambda t: (want[t] * (i + 1) / sum(want.values()) - taken[t],
+                                      -TIERS.index(t)))
+        if taken[t] >= want[t]:
+            t = next(t2 for t2 in pools if taken[t2] < want[t2])
+        out.append(pools[t][taken[t]])
+        taken[t] += 1
+    return out
+
+
+@TASKS.register("toy2")
+def build_toy2(cfg: Any) -> Task:
+    split = getattr(cfg, "split", None) or "test"
+    if split == "train":
+        mix = getattr(cfg, "train_mix", None)
+        problems = train_problems(dict(mix) if mix else DEFAULT_TRAIN_MIX)
+    else:
+        tiers = getattr(cfg, "tiers", None)
+        per_tier = getattr(cfg, "per_tier", None)
+        problems = toy2_problems(split, list(tiers) if tiers else None,
+                                 int(per_tier) if per_tier else None)
+    return Task("toy2", problems, template=PROMPT_TEMPLATE, verifier="toy2", chat=False,
+                group_by="tier")
