@@ -37,7 +37,8 @@ class ModelConfig:
 
 @dataclass
 class TaskConfig:
-    # Registry name: toy_arith, aime24, aime25, math500, jsonl, humaneval, code_jsonl ...
+    # Registry name: toy_arith, aime24, aime25, math500, math500_int, gsm8k, minerva, olympiadbench,
+    # amc23, jsonl, humaneval, code_jsonl ...
     name: str = "aime24"
     # Data file for tasks that read local files (jsonl, code_jsonl).
     path: Optional[str] = None
