@@ -14,6 +14,7 @@
   `signal.alarm`, which needs a main thread and cannot interrupt C-level big-integer arithmetic, so
   the parent enforces a hard deadline and replaces a worker that overruns it.
 - Answers longer than `max_answer_chars` are judged `too_long` without parsing.
+- Answers and gold are normalized first (`normalize.py`: `2\\,220` is 2220, `\\textbf{(073)}` is 73).
 
 - When gold and answer are both plain integers (every AIME answer, most of MATH), the verdict is
   integer equality, decided in the parent with no parse at all. That is exactly what math-verify
@@ -49,6 +50,7 @@ from typing import Any, Callable, Sequence
 from boundlab.tasks.base import Problem
 from boundlab.verify.base import Verdict, Verifier
 from boundlab.verify.extract import MAX_ANSWER_CHARS, MODES, Extraction, _patterns, extract
+from boundlab.verify.normalize import normalize_answer
 from boundlab.verify.pool import CRASH, TIMEOUT, DeadlinePool
 
 # Per-call budgets inside the worker (math-verify takes whole seconds).
@@ -217,8 +219,10 @@ class MathVerifier(Verifier):
     name = "math"
     # Bumped whenever a verdict can change for the same (gold, completion). 2: math-verify's silent
     # expiries are detected and retried or judged `timeout` (were `wrong`); every box of the final
-    # statement, hedges, math-verify's own extraction when unboxed, `truncated`.
-    version = 2
+    # statement, hedges, math-verify's own extraction when unboxed, `truncated`. 3: thousands in
+    # LaTeX spacing (`2\\,220`), numbers in `\\text{}`, an empty box is `no_answer`, number words
+    # up to twenty in "the answer is" (verify/normalize.py); the gold is normalized the same way.
+    version = 3
     # score_many takes `cut_off` flags (completions stopped at max_new_tokens).
     reads_cut_off = True
     # Cannot change a verdict: the worker count and the cache size. Everything else it is built
@@ -256,13 +260,13 @@ class MathVerifier(Verifier):
         # Each completion's answers become the units that are checked against the gold: one unit
         # per distinct answer against a one-answer gold (several are a hedge unless all are right),
         # or all answers joined into one list against a gold with several answers.
-        units_of = [[answer_units(problem.answer, ex.answers) for ex in row]
-                    for (problem, _), row in zip(items, extracted)]
+        golds = [normalize_answer(problem.answer) for problem, _ in items]
+        units_of = [[answer_units(gold, ex.answers) for ex in row]
+                    for gold, row in zip(golds, extracted)]
         # Distinct (gold, answer) pairs that still need a math-verify call.
         todo: list[tuple[str, str]] = []
         decided: dict[tuple[str, str], tuple[bool, str]] = {}
-        for (problem, _), row in zip(items, units_of):
-            gold = problem.answer
+        for gold, row in zip(golds, units_of):
             for units in row:
                 for a in units:
                     if len(a) > self.max_answer_chars:
@@ -284,8 +288,8 @@ class MathVerifier(Verifier):
             if final:
                 self._put(key, verdict)
         out: list[list[Verdict]] = []
-        for (problem, _), row, units_row in zip(items, extracted, units_of):
-            out.append([self._verdict(problem.answer, ex, units, decided)
+        for gold, row, units_row in zip(golds, extracted, units_of):
+            out.append([self._verdict(gold, ex, units, decided)
                         for ex, units in zip(row, units_row)])
         return out
 
