@@ -59,3 +59,17 @@ def test_cross_pairs_are_deterministic_and_skip_equal_golds():
     pairs = [(p.problem_id, o.problem_id) for p, o in cross_pairs(ps, None)]
     assert ("a", "b") not in pairs and ("a", "c") in pairs and len(pairs) == 10
     assert cross_pairs(ps, 1, 3) == cross_pairs(ps, 1, 3)
+
+
+def test_misses_are_reported_with_outcome_and_answer():
+    """Under the boxed-only rule, GSM8K's stated (unboxed) solutions are no answer: the report lists
+    each with its variant and outcome."""
+    v = build_verifier("math", workers=1, extraction="boxed")
+    try:
+        res = run(v, "gsm8k", k=1)
+    finally:
+        v.close()
+    assert res["solutions_correct"] == 1319 and len(res["solution_misses"]) == 1319
+    m = res["solution_misses"][0]
+    assert (m["problem_id"], m["variant"], m["outcome"], m["answer"]) == ("gsm8k-0", "stated", "no_answer", None)
+    assert res["cross_wrong"] == res["cross_pairs"] == 1319

@@ -60,7 +60,7 @@ def cross_pairs(problems: list[Problem], k: int | None, seed: int = 0) -> list[t
 def run(verifier: Verifier, name: str, k: int | None = 5, seed: int = 0) -> dict[str, Any]:
     sols = solution_completions(name)
     verdicts = verifier.score_many([(p, [c]) for p, c, _ in sols])
-    misses = [{"problem_id": p.problem_id, "variant": var, "gold": p.answer, "answer": v[0].answer,
+    misses = [{"problem_id": p.problem_id, "variant": var, "gold": p.answer, "answer": v[0].extracted,
                "outcome": v[0].outcome}
               for (p, _, var), v in zip(sols, verdicts) if not v[0].correct]
     task = TASKS.get(name)(None)
