@@ -3,6 +3,8 @@
     python bench/verify_agreement.py [--k 5] [--seed 0] [--workers 2] [--tasks math500 gsm8k]
 
 `--k 0` pairs every problem with every other one (all pairs; slow: MATH500 alone is 249,500).
+`--tasks minerva` works too (its gold is its solution's last box; measured: 272/272 solutions
+correct, 1360/1360 sampled cross golds wrong, 82 s).
 Prints one JSON object: per task the counts, every solution judged wrong and every cross pair
 judged right, and the wall time.
 """

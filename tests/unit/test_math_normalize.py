@@ -103,3 +103,44 @@ def test_number_words_only_in_lenient_mode_and_boxes_win(verifier):
 
 def test_version_bumped():
     assert MathVerifier.version == 3
+
+
+@pytest.mark.parametrize("raw,norm", [("4.5e33", r"4.5 \times 10^{33}"), ("-2E-05", r"-2 \times 10^{-5}"),
+                                      ("e3", "e3"), ("2e3x", "2e3x"), (r"4.5e33 \text{ erg}", r"4.5e33 \text{ erg}")])
+def test_e_notation_only_for_a_whole_number(raw, norm):
+    assert normalize_answer(raw) == norm
+
+
+def test_plain_math_verify_reads_e_notation_as_euler():
+    assert not plain_math_verify("4.5e33", r"4.5 \times 10^{33}")
+
+
+def test_every_minerva_e_notation_gold(verifier):
+    """Minerva's 58 e-notation golds accept the number in LaTeX and reject it off by 10x."""
+    import re
+
+    import boundlab.builtins  # noqa: F401
+    from boundlab.tasks import TASKS
+
+    golds = [p for p in TASKS.get("minerva")(None).problems if re.search(r"\de[-+]?\d", p.answer)]
+    assert len(golds) == 58
+    items = []
+    for p in golds:
+        m, k = re.fullmatch(r"(-?[\d.]+)e([-+]?\d+)", p.answer).groups()
+        items.append((p, [rf"\boxed{{{m} \times 10^{{{int(k)}}}}}", rf"\boxed{{{m} \times 10^{{{int(k) + 1}}}}}",
+                          rf"\boxed{{{p.answer}}}"]))
+    out = verifier.score_many(items)
+    assert [[v.outcome for v in row] for row in out] == [["correct", "wrong", "correct"]] * 58
+
+
+def test_small_numbers_are_not_equal_by_rounding(verifier):
+    """math-verify rounds to 6 decimals: to it, 2.88e-19 equals 2.88e-18. We compare such pairs to
+    6 significant digits."""
+    assert plain_math_verify(r"2.88 \times 10^{-19}", r"2.88 \times 10^{-18}")  # the reason
+    gold = Problem("p", "q", "2.88e-19")
+    out = verifier.score(gold, [r"\boxed{2.88 \times 10^{-18}}", r"\boxed{0.000000000000000000288}",
+                                r"\boxed{2.88\cdot 10^{-19}}", r"\boxed{2.9 \times 10^{-19}}"])
+    assert [v.outcome for v in out] == ["wrong", "correct", "correct", "wrong"]
+    # Above 1e-3 math-verify decides, as before.
+    assert judge(verifier, "0.5", r"\boxed{\frac{1}{2}}") == "correct"
+    assert judge(verifier, "0.001", r"\boxed{10^{-3}}") == "correct"

@@ -21,7 +21,10 @@
   concludes for such pairs (tests/unit/test_math_verifier.py checks a grid of them against it).
 
 Otherwise a call is exactly `verify(parse("$gold$"), parse("$answer$"))`, so the verdict is the one
-a plain math-verify call gives; only the work is shared.
+a plain math-verify call gives; only the work is shared. One exception (verifier version 3): two
+plain numbers (decimal or `m \\times 10^{k}`), one of them below 1e-3 in magnitude, are compared
+here to 6 significant digits; math-verify rounds to 6 decimal places, so to it 2.88e-19 and
+2.88e-18 are equal (Minerva has such golds).
 
 Where this departs from a plain call: math-verify's own budgets (`parsing_timeout`,
 `timeout_seconds`, whole seconds of wall clock, `signal.alarm`) expire *silently*, returning an
@@ -45,6 +48,7 @@ import re
 import signal
 import time
 from collections import OrderedDict
+from decimal import Decimal
 from typing import Any, Callable, Sequence
 
 from boundlab.tasks.base import Problem
@@ -123,11 +127,36 @@ _GOLD_CACHE: dict[str, Any] = {}
 _INTEGER = re.compile(r"-?\d{1,18}")
 
 
+# A plain number, optionally in scientific form: 2.88, 2.88 \times 10^{-19}, 10^{-5}.
+_SCI = re.compile(r"(?:(-?\d+(?:\.\d+)?)\s*(?:\\times|\\cdot)\s*)?(?:(-?\d+(?:\.\d+)?)$|10\s*\^\s*\{?\s*(-?\d{1,4})\s*\}?$)")
+# math-verify rounds numbers to 6 decimal places before comparing, so below this magnitude a
+# number 10x off compares equal (2.88e-19 == 2.88e-18). Such pairs are decided here instead.
+_SMALL = Decimal("1e-3")
+
+
+def _sci_number(s: str) -> Decimal | None:
+    m = _SCI.fullmatch(s.strip())
+    if not m:
+        return None
+    mant, plain, exp = m.groups()
+    if plain is not None:
+        return Decimal(plain) if mant is None else None
+    return Decimal(mant or "1") * (Decimal(10) ** int(exp))
+
+
 def fast_verdict(gold: str, answer: str) -> bool | None:
-    """Integer vs integer: decided without math-verify. None means "ask math-verify"."""
+    """Decided without math-verify (None means "ask math-verify"):
+    - integer vs integer: equality (what math-verify concludes too);
+    - two plain numbers (decimal or `m \\times 10^{k}`) of which one is below 1e-3 in magnitude:
+      equal to 6 significant digits. math-verify rounds to 6 decimal places, which makes every
+      number below 5e-7 equal to every other (a 10x-off answer to a Minerva gold was correct)."""
     g, a = gold.strip(), answer.strip()
     if _INTEGER.fullmatch(g) and _INTEGER.fullmatch(a):
         return int(g) == int(a)
+    if "10" in g or "." in g:
+        x, y = _sci_number(g), _sci_number(a)
+        if x is not None and y is not None and (0 < abs(x) < _SMALL or 0 < abs(y) < _SMALL):
+            return abs(x - y) <= Decimal("5e-7") * max(abs(x), abs(y))
     return None
 
 
@@ -221,7 +250,8 @@ class MathVerifier(Verifier):
     # expiries are detected and retried or judged `timeout` (were `wrong`); every box of the final
     # statement, hedges, math-verify's own extraction when unboxed, `truncated`. 3: thousands in
     # LaTeX spacing (`2\\,220`), numbers in `\\text{}`, an empty box is `no_answer`, number words
-    # up to twenty in "the answer is" (verify/normalize.py); the gold is normalized the same way.
+    # up to twenty in "the answer is", e-notation (verify/normalize.py; the gold is normalized the
+    # same way); plain numbers below 1e-3 compared to 6 significant digits (`fast_verdict`).
     version = 3
     # score_many takes `cut_off` flags (completions stopped at max_new_tokens).
     reads_cut_off = True

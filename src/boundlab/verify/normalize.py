@@ -19,6 +19,10 @@ reading is unambiguous:
   that starts a longer phrase is never taken for the answer. Larger numbers are written in digits in
   practice, and reading arbitrary number phrases would guess more than it reads.
 
+- **E-notation**: a whole answer `4.5e33` (Minerva's golds) is `4.5 \\times 10^{33}`. math-verify
+  reads `4.5e33` as 4.5 * e * 33 (Euler's e), so the gold `4.5e33` rejected `4.5 \\times 10^{33}`.
+  Only a whole answer that is one number in e-notation is rewritten.
+
 An empty `\\boxed{}` is handled in `extract.py` (`no_answer`, never a fallback to another number).
 """
 
@@ -33,6 +37,7 @@ _THOUSANDS = re.compile(rf"(?<![\d.])(\d{{1,3}})((?:{_SEP}\d{{3}})+)(?!\d)")
 _SEP_RE = re.compile(_SEP)
 _WRAP = re.compile(r"^\\(?:text|textbf|mathrm|mathbf|textrm)\s*\{(.*)\}$", re.S)
 _NUMBER = re.compile(r"^\(?\s*(-?)(\d+)(\.\d+)?\s*\)?$")
+_ENOTATION = re.compile(r"^(-?\d+(?:\.\d+)?)[eE]([+-]?\d{1,4})$")
 
 WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
          "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
@@ -74,8 +79,16 @@ def unwrap_text_number(s: str) -> str:
     return n.group(1) + (n.group(2).lstrip("0") or "0") + (n.group(3) or "")
 
 
+def e_notation(s: str) -> str:
+    """`4.5e33` -> `4.5 \\times 10^{33}` (a whole answer only)."""
+    m = _ENOTATION.match(s.strip())
+    if not m:
+        return s
+    return f"{m.group(1)} \\times 10^{{{int(m.group(2))}}}"
+
+
 def normalize_answer(s: str) -> str:
-    return unwrap_text_number(join_thousands(s))
+    return e_notation(unwrap_text_number(join_thousands(s)))
 
 
 def number_word_answer(text: str) -> str | None:
