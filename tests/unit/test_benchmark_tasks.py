@@ -95,3 +95,24 @@ def test_malformed_rows_name_file_and_line(tmp_path, loader, row, msg):
         loader(f)
     text = str(e.value)
     assert text.startswith(f"{f}:2: ") and msg in text and "\n" not in text, text
+
+
+def test_olympiad_multi_answer_must_be_answered_in_full():
+    """The documented policy, on real multi-answer golds: all answers, in any order, in one box or
+    several; a partial or an extra answer is wrong."""
+    from boundlab.verify import build_verifier
+
+    o = task("olympiadbench")
+    by_gold = {p.answer: p for p in o.problems if p.meta["multiple_answers"]}
+    cases = {"69,84": [(r"\boxed{84, 69}", True), (r"\boxed{69} and \boxed{84}", True),
+                       (r"\boxed{69}", False), (r"\boxed{69, 84, 1}", False)],
+             "(1,8,19), (2,7,13), (4,5,7)": [(r"\boxed{(4,5,7), (1,8,19), (2,7,13)}", True),
+                                             (r"\boxed{(1,8,19), (2,7,13)}", False)],
+             "f(x)=-1,f(x)=x+1": [(r"\boxed{f(x)=-1, f(x)=x+1}", True), (r"\boxed{f(x)=x+1}", False)]}
+    v = build_verifier("math", workers=1)
+    try:
+        for gold, comps in cases.items():
+            out = v.score(by_gold[gold], [c for c, _ in comps])
+            assert [x.correct for x in out] == [ok for _, ok in comps], (gold, out)
+    finally:
+        v.close()
