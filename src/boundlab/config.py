@@ -49,7 +49,8 @@ class TaskConfig:
     template: Optional[str] = None
     # Wrap the prompt in the tokenizer's chat template (when it has one); null keeps the task's.
     chat: Optional[bool] = None
-    # System message for the chat template.
+    # System message for the chat template; null keeps the task's own (math tasks: the paper's
+    # "You are a helpful assistant."), "" drops it (the chat template's default then applies).
     system: Optional[str] = None
     # Verifier name; null keeps the task's own.
     verifier: Optional[str] = None

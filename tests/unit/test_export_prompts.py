@@ -50,3 +50,15 @@ def test_task_without_chat_exports_the_plain_prompt(tmp_path):
     task = task.with_problems(task.problems[:1])
     out = rows(export_prompts(task, tmp_path / "p.jsonl"))
     assert out[0]["prompt"] == task.problems[0].question + INSTR and "messages" not in out[0]
+
+
+def test_task_system_override_and_drop():
+    from boundlab.tasks import build_task
+
+    def cfg(system):
+        return type("C", (), {"name": "gsm8k", "template": None, "chat": None, "system": system,
+                              "verifier": None, "limit": 1})()
+    assert build_task(cfg(None)).system == "You are a helpful assistant."
+    assert build_task(cfg("Be brief.")).messages(build_task(cfg("Be brief.")).problems[0])[0]["content"] == "Be brief."
+    dropped = build_task(cfg(""))
+    assert dropped.system is None and [m["role"] for m in dropped.messages(dropped.problems[0])] == ["user"]
