@@ -58,8 +58,16 @@ def test_empty_box_is_no_answer(verifier):
     assert extract(completion).source == "empty_box"
     assert judge(verifier, "4", r"Total: 4. $\boxed{ }$") == "no_answer"
     assert extract(r"\boxed{}", "boxed").answers == ()
-    # An explicit answer statement written after the empty box still counts (lenient only).
+    # An explicit answer statement still counts (lenient only), after the empty box or before
+    # it: a real SmolLM2-135M completion on gsm8k-1 echoes the prompt after stating its answer.
     assert judge(verifier, "4", r"\boxed{} Oops. The answer is 4.") == "correct"
+    smol = ("So, the answer is 4.\n\nThis is a simple example of how to reason step-by-step and put your "
+            "final answer within \\boxed{}.")
+    assert judge(verifier, "4", smol) == "correct" and judge(verifier, "3", smol) == "wrong"
+    assert extract(smol, "boxed").answers == () and extract(smol, "boxed").source == "empty_box"
+    # "the final answer is $\boxed{}$" states nothing.
+    assert extract(r"We get 5, so the final answer is $\boxed{}$.") == extract(r"\boxed{}")
+    assert extract(r"\boxed{}").source == "empty_box"
     # A non-empty box in the same final statement is still the answer.
     assert judge(verifier, "4", r"\boxed{4} \boxed{}") == "correct"
 

@@ -9,8 +9,9 @@
    result) is not part of the final statement. In `lenient` mode a "final answer is X" written
    *after* the last box wins over it, as in math-verify, which ranks that phrase with the box.
    A final statement of empty boxes (`\\boxed{}`) is no answer (`empty_box`): never a fallback to
-   another number (the one found is often the gold restated); only an anchored "answer is X"
-   written after it still counts, in `lenient` mode.
+   an unanchored number (the one found is often the gold restated); only an anchored "answer is
+   X" statement in the tail still counts, in `lenient` mode (a small model that states its answer
+   and then echoes the prompt's "within \\boxed{}" is read like a completion with no box).
 2. **No box, `lenient` mode only: math-verify's own extraction** over the end of the completion (the
    last `TAIL_CHARS` characters, from a line start): its LaTeX and expression regexes, tried in its
    priority order ("final answer is", "answer:", "answer ...", then any LaTeX environment or
@@ -293,7 +294,12 @@ def tail_of(text: str, chars: int = TAIL_CHARS) -> str:
 def _distinct(xs: list[str]) -> tuple[str, ...]:
     """Normalized (`normalize.normalize_answer`: thousands in LaTeX spacing, numbers in `\\text{}`),
     then de-duplicated."""
-    return tuple(dict.fromkeys(a for a in (normalize_answer(x).strip() for x in xs) if a))
+    return tuple(dict.fromkeys(a for a in (normalize_answer(x).strip() for x in xs)
+                               if a and not _EMPTY_BOX.fullmatch(a)))
+
+
+# "the final answer is $\boxed{}$": the statement holds no answer.
+_EMPTY_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{\s*\}")
 
 
 def extract(text: str, mode: str = "lenient", cut_off: bool = False) -> Extraction:
@@ -311,14 +317,12 @@ def extract(text: str, mode: str = "lenient", cut_off: bool = False) -> Extracti
         final = final_statement(text, boxes)
         if final:
             return Extraction(_distinct(final), "boxed", True)
-        # The final statement is an empty box: no answer. Never a number from elsewhere (that
-        # number is often the gold restated); only an explicit "answer is X" written after the
-        # box still counts, in lenient mode.
-        if mode == "lenient":
-            parts = _anchored(after)
-            if parts:
-                return Extraction(_distinct(parts), "statement", True)
-        return Extraction((), "empty_box", True)
+        # The final statement is an empty box: never an unanchored number from elsewhere (that
+        # number is often the gold restated). An explicit "the answer is X" statement still
+        # counts, in lenient mode: small models echo the prompt's "put your final answer within
+        # \boxed{}" after stating their answer.
+        parts = _distinct(_anchored(tail_of(text))) if mode == "lenient" else ()
+        return Extraction(parts, "statement" if parts else "empty_box", True)
     if mode == "lenient":
         tail = tail_of(text)
         word = number_word_answer(tail)

@@ -23,7 +23,8 @@ reading is unambiguous:
   reads `4.5e33` as 4.5 * e * 33 (Euler's e), so the gold `4.5e33` rejected `4.5 \\times 10^{33}`.
   Only a whole answer that is one number in e-notation is rewritten.
 
-An empty `\\boxed{}` is handled in `extract.py` (`no_answer`, never a fallback to another number).
+An empty `\\boxed{}` is handled in `extract.py` (`no_answer` unless an anchored "the answer is X"
+statement gives one; never a fallback to an unanchored number).
 """
 
 from __future__ import annotations
