@@ -116,3 +116,15 @@ def test_olympiad_multi_answer_must_be_answered_in_full():
             assert [x.correct for x in out] == [ok for _, ok in comps], (gold, out)
     finally:
         v.close()
+
+
+@pytest.mark.parametrize("name,fields", [("math500", {"level", "subject"}), ("minerva", {"type"}),
+                                         ("olympiadbench", {"subject"}), ("gsm8k", set())])
+def test_report_breaks_down_by_the_tasks_tags(name, fields):
+    from boundlab.report.analysis import problem_tags
+
+    t = task(name)
+    tags = problem_tags({p.problem_id: p.meta for p in t.problems})
+    assert set(tags) == fields
+    if name == "math500":
+        assert sorted(set(tags["level"].values())) == ["1", "2", "3", "4", "5"]
