@@ -17,9 +17,10 @@ from __future__ import annotations
 from hydra.core.config_store import ConfigStore
 
 # Tasks.
+import boundlab.tasks.benchmarks  # noqa: F401 - math500, math500_int, gsm8k, minerva, olympiadbench, amc23
 import boundlab.tasks.code  # noqa: F401 - humaneval, mbpp, livecodebench
 import boundlab.tasks.jsonl  # noqa: F401 - jsonl (any local file)
-import boundlab.tasks.mmath  # noqa: F401 - math500, aime24, aime25, cnmo
+import boundlab.tasks.mmath  # noqa: F401 - aime24, aime25
 # Verifiers.
 import boundlab.verify.code  # noqa: F401 - code (sandboxed unit tests)
 import boundlab.verify.exact  # noqa: F401 - exact

@@ -37,7 +37,8 @@ class ModelConfig:
 
 @dataclass
 class TaskConfig:
-    # Registry name: toy_arith, aime24, aime25, math500, jsonl, humaneval, code_jsonl ...
+    # Registry name: toy_arith, aime24, aime25, math500, math500_int, gsm8k, minerva, olympiadbench,
+    # amc23, jsonl, humaneval, code_jsonl ...
     name: str = "aime24"
     # Data file for tasks that read local files (jsonl, code_jsonl).
     path: Optional[str] = None
@@ -48,7 +49,8 @@ class TaskConfig:
     template: Optional[str] = None
     # Wrap the prompt in the tokenizer's chat template (when it has one); null keeps the task's.
     chat: Optional[bool] = None
-    # System message for the chat template.
+    # System message for the chat template; null keeps the task's own (math tasks: the paper's
+    # "You are a helpful assistant."), "" drops it (the chat template's default then applies).
     system: Optional[str] = None
     # Verifier name; null keeps the task's own.
     verifier: Optional[str] = None

@@ -81,8 +81,10 @@ def test_mmath_tasks_have_expected_sizes():
     def cfg(name):
         return type("C", (), {"name": name, "template": None, "chat": None, "system": None,
                               "verifier": None, "limit": None})()
-    sizes = {name: len(build_task(cfg(name))) for name in ("aime24", "aime25", "math500")}
-    assert sizes == {"aime24": 30, "aime25": 15, "math500": 311}
+    names = ("aime24", "aime25", "math500", "math500_int", "gsm8k", "minerva", "olympiadbench", "amc23")
+    sizes = {name: len(build_task(cfg(name))) for name in names}
+    assert sizes == {"aime24": 30, "aime25": 15, "math500": 500, "math500_int": 311, "gsm8k": 1319,
+                     "minerva": 272, "olympiadbench": 675, "amc23": 40}
     t = build_task(cfg("aime24"))
     assert t.by_id("aime24-0").answer == "204"
     assert "\\boxed{}" in t.render(t.problems[0])

@@ -30,8 +30,15 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
             from boundlab.models import load_tokenizer
 
             tok = load_tokenizer(cfg.model)
-        out = export_prompts(task, cfg.export, tok)
-        print(f"wrote {len(task)} prompts of {task.name} to {out}")
+        out = export_prompts(task, cfg.export, tok, cfg.model.name if tok is not None else None)
+        if not task.chat:
+            what = "the prompt (no chat wrapping: the same for every model)"
+        elif tok is not None:
+            what = f"chat messages and the exact prompt string for model={cfg.model.name}"
+        else:
+            what = ("chat messages only (no model tokenizer: a chat API applies the model's template; "
+                    "name model=... for the exact prompt string)")
+        print(f"wrote {len(task)} problems of {task.name} to {out}: {what}")
         return out
 
     from boundlab.tracking import build_logger

@@ -257,12 +257,29 @@ def score_samples_file(task: Task, path: str | Path, verifier: Verifier, store: 
     return with_timeout_note(res, store, sub, verifier), sub
 
 
-def export_prompts(task: Task, path: str | Path, tokenizer: Any = None) -> Path:
-    """One line per problem: the exact prompt string our samplers use, and the gold answer."""
+def export_prompts(task: Task, path: str | Path, tokenizer: Any = None,
+                   model_name: str | None = None) -> Path:
+    """One line per problem, for sampling with another engine:
+
+    - `messages`: the chat turns (system, when the task has one, then user) of a chat task, as the
+      task's template defines them: what a chat API (`/v1/chat/completions`, an engine's `chat`)
+      takes, which then applies the model's own chat template;
+    - `prompt`: the exact string our samplers feed the model, written only when it is known: for a
+      chat task, when a tokenizer is given (`prompt_model` names its model); for a task without chat
+      wrapping, always (it is the same for every model);
+    - `answer`, and the problem's tags (`meta`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as f:
         for p in task.problems:
-            f.write(json.dumps({"problem_id": p.problem_id, "prompt": task.render(p, tokenizer),
-                                "answer": p.answer}, ensure_ascii=False) + "\n")
+            row: dict[str, Any] = {"problem_id": p.problem_id}
+            if task.chat:
+                row["messages"] = task.messages(p)
+            if not task.chat or tokenizer is not None:
+                row["prompt"] = task.render(p, tokenizer)
+                if task.chat:
+                    row["prompt_model"] = model_name
+            row["answer"] = p.answer
+            row["meta"] = p.meta
+            f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
     return path

@@ -22,8 +22,9 @@ def build_task(cfg: Any) -> Task:
         task.template = cfg.template
     if getattr(cfg, "chat", None) is not None:
         task.chat = bool(cfg.chat)
-    if getattr(cfg, "system", None):
-        task.system = cfg.system
+    system = getattr(cfg, "system", None)
+    if system is not None:  # "" drops the task's system turn (the chat template's default applies)
+        task.system = system or None
     if getattr(cfg, "verifier", None):
         task.verifier = cfg.verifier
     limit = getattr(cfg, "limit", None)

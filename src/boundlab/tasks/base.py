@@ -61,16 +61,19 @@ class Task:
         return Task(self.name, problems, self.template, self.verifier, self.chat, self.system,
                     self.group_by)
 
+    def messages(self, problem: Problem) -> list[dict[str, str]]:
+        """The chat turns of a problem: the system message (when the task has one), then the user
+        turn (the template applied to the question)."""
+        text = self.template.replace("{question}", problem.question)
+        return ([{"role": "system", "content": self.system}] if self.system else []) + \
+            [{"role": "user", "content": text}]
+
     def render(self, problem: Problem, tokenizer: Any = None) -> str:
         """The exact prompt string a sampler feeds the model."""
-        text = self.template.replace("{question}", problem.question)
         if self.chat and tokenizer is not None and getattr(tokenizer, "chat_template", None):
-            messages = []
-            if self.system:
-                messages.append({"role": "system", "content": self.system})
-            messages.append({"role": "user", "content": text})
-            return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        return text
+            return tokenizer.apply_chat_template(self.messages(problem), tokenize=False,
+                                                 add_generation_prompt=True)
+        return self.template.replace("{question}", problem.question)
 
     def fingerprint(self) -> str:
         """Changes whenever anything that affects sampling or scoring changes."""

@@ -8,6 +8,10 @@
    a hedge (one gold) or a list (a gold with several answers). A box further back (an intermediate
    result) is not part of the final statement. In `lenient` mode a "final answer is X" written
    *after* the last box wins over it, as in math-verify, which ranks that phrase with the box.
+   A final statement of empty boxes (`\\boxed{}`) is no answer (`empty_box`): never a fallback to
+   an unanchored number (the one found is often the gold restated); only an anchored "answer is
+   X" statement in the tail still counts, in `lenient` mode (a small model that states its answer
+   and then echoes the prompt's "within \\boxed{}" is read like a completion with no box).
 2. **No box, `lenient` mode only: math-verify's own extraction** over the end of the completion (the
    last `TAIL_CHARS` characters, from a line start): its LaTeX and expression regexes, tried in its
    priority order ("final answer is", "answer:", "answer ...", then any LaTeX environment or
@@ -24,13 +28,17 @@
      number) is handed to the verifier as the answer string, so identical answers are checked once;
      math-verify would try the next match when a match does not parse, we judge it wrong.
    The unanchored scan tries the last `_QUICK_CHARS` characters before the whole tail (display
-   math that could span the cut disables the shortcut).
+   math that could span the cut disables the shortcut). Before math-verify's patterns, a last
+   "answer is <number word up to twenty>" statement answers that number (policy in `normalize.py`).
 3. **A completion cut off at `max_new_tokens`** (`cut_off=True`) keeps only what it stated as final:
    a box, or an anchored statement ("final answer is X", "the answer is X", "Answer: X"). Anything
    else is `truncated`: a digit pulled from cut-off text (often the restated problem) is not an
    answer.
 
 `boxed` mode (the usual RL reward rule) reads boxes only.
+
+Every answer is normalized before it is handed on (`normalize.py`): thousands written with LaTeX
+spacing (`2\\,220` is 2220) and a number wrapped in `\\text{}`/`\\textbf{}` (`\\textbf{(073)}` is 73).
 
 Scanning is linear: braces are matched in one pass, and the regexes only see the tail.
 """
@@ -40,6 +48,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+
+from boundlab.verify.normalize import normalize_answer, number_word_answer
 
 # Longest answer we hand to the parser; longer ones are judged `too_long` without parsing.
 MAX_ANSWER_CHARS = 512
@@ -75,7 +85,8 @@ class Extraction:
     # Distinct answers of the final statement, in order of appearance (empty: none found).
     answers: tuple[str, ...]
     # boxed | statement (an anchored "answer is" / "final answer" phrase) | tail (an unanchored
-    # LaTeX environment or number near the end) | truncated | none
+    # LaTeX environment or number near the end) | empty_box (the final box is empty) | truncated
+    # | none
     source: str
     # The completion holds at least one closed box anywhere (for the box share).
     has_box: bool
@@ -281,7 +292,14 @@ def tail_of(text: str, chars: int = TAIL_CHARS) -> str:
 
 
 def _distinct(xs: list[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(xs))
+    """Normalized (`normalize.normalize_answer`: thousands in LaTeX spacing, numbers in `\\text{}`),
+    then de-duplicated."""
+    return tuple(dict.fromkeys(a for a in (normalize_answer(x).strip() for x in xs)
+                               if a and not _EMPTY_BOX.fullmatch(a)))
+
+
+# "the final answer is $\boxed{}$": the statement holds no answer.
+_EMPTY_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{\s*\}")
 
 
 def extract(text: str, mode: str = "lenient", cut_off: bool = False) -> Extraction:
@@ -299,12 +317,26 @@ def extract(text: str, mode: str = "lenient", cut_off: bool = False) -> Extracti
         final = final_statement(text, boxes)
         if final:
             return Extraction(_distinct(final), "boxed", True)
-    has_box = bool(boxes)
+        # The final statement is an empty box: never an unanchored number from elsewhere (that
+        # number is often the gold restated). An explicit "the answer is X" statement still
+        # counts, in lenient mode: small models echo the prompt's "put your final answer within
+        # \boxed{}" after stating their answer.
+        parts = _distinct(_anchored(tail_of(text))) if mode == "lenient" else ()
+        return Extraction(parts, "statement" if parts else "empty_box", True)
     if mode == "lenient":
-        parts, source = statement_answers(tail_of(text), anchored_only=cut_off)
+        tail = tail_of(text)
+        word = number_word_answer(tail)
+        if word is not None:
+            return Extraction((word,), "statement", False)
+        parts, source = statement_answers(tail, anchored_only=cut_off)
         if parts:
-            return Extraction(_distinct(parts), source, has_box)
-    return Extraction((), "truncated" if cut_off else "none", has_box)
+            return Extraction(_distinct(parts), source, False)
+    return Extraction((), "truncated" if cut_off else "none", False)
+
+
+def _anchored(text: str) -> list[str]:
+    word = number_word_answer(text)
+    return [word] if word is not None else statement_answers(text, anchored_only=True)[0]
 
 
 def extract_math_answer(text: str, mode: str = "lenient") -> str | None:

@@ -14,13 +14,17 @@
   `signal.alarm`, which needs a main thread and cannot interrupt C-level big-integer arithmetic, so
   the parent enforces a hard deadline and replaces a worker that overruns it.
 - Answers longer than `max_answer_chars` are judged `too_long` without parsing.
+- Answers and gold are normalized first (`normalize.py`: `2\\,220` is 2220, `\\textbf{(073)}` is 73).
 
 - When gold and answer are both plain integers (every AIME answer, most of MATH), the verdict is
   integer equality, decided in the parent with no parse at all. That is exactly what math-verify
   concludes for such pairs (tests/unit/test_math_verifier.py checks a grid of them against it).
 
 Otherwise a call is exactly `verify(parse("$gold$"), parse("$answer$"))`, so the verdict is the one
-a plain math-verify call gives; only the work is shared.
+a plain math-verify call gives; only the work is shared. One exception (verifier version 3): two
+plain numbers (decimal or `m \\times 10^{k}`), one of them below 1e-3 in magnitude, are compared
+here to 6 significant digits; math-verify rounds to 6 decimal places, so to it 2.88e-19 and
+2.88e-18 are equal (Minerva has such golds).
 
 Where this departs from a plain call: math-verify's own budgets (`parsing_timeout`,
 `timeout_seconds`, whole seconds of wall clock, `signal.alarm`) expire *silently*, returning an
@@ -44,11 +48,13 @@ import re
 import signal
 import time
 from collections import OrderedDict
+from decimal import Decimal
 from typing import Any, Callable, Sequence
 
 from boundlab.tasks.base import Problem
 from boundlab.verify.base import Verdict, Verifier
 from boundlab.verify.extract import MAX_ANSWER_CHARS, MODES, Extraction, _patterns, extract
+from boundlab.verify.normalize import normalize_answer
 from boundlab.verify.pool import CRASH, TIMEOUT, DeadlinePool
 
 # Per-call budgets inside the worker (math-verify takes whole seconds).
@@ -121,11 +127,36 @@ _GOLD_CACHE: dict[str, Any] = {}
 _INTEGER = re.compile(r"-?\d{1,18}")
 
 
+# A plain number, optionally in scientific form: 2.88, 2.88 \times 10^{-19}, 10^{-5}.
+_SCI = re.compile(r"(?:(-?\d+(?:\.\d+)?)\s*(?:\\times|\\cdot)\s*)?(?:(-?\d+(?:\.\d+)?)$|10\s*\^\s*\{?\s*(-?\d{1,4})\s*\}?$)")
+# math-verify rounds numbers to 6 decimal places before comparing, so below this magnitude a
+# number 10x off compares equal (2.88e-19 == 2.88e-18). Such pairs are decided here instead.
+_SMALL = Decimal("1e-3")
+
+
+def _sci_number(s: str) -> Decimal | None:
+    m = _SCI.fullmatch(s.strip())
+    if not m:
+        return None
+    mant, plain, exp = m.groups()
+    if plain is not None:
+        return Decimal(plain) if mant is None else None
+    return Decimal(mant or "1") * (Decimal(10) ** int(exp))
+
+
 def fast_verdict(gold: str, answer: str) -> bool | None:
-    """Integer vs integer: decided without math-verify. None means "ask math-verify"."""
+    """Decided without math-verify (None means "ask math-verify"):
+    - integer vs integer: equality (what math-verify concludes too);
+    - two plain numbers (decimal or `m \\times 10^{k}`) of which one is below 1e-3 in magnitude:
+      equal to 6 significant digits. math-verify rounds to 6 decimal places, which makes every
+      number below 5e-7 equal to every other (a 10x-off answer to a Minerva gold was correct)."""
     g, a = gold.strip(), answer.strip()
     if _INTEGER.fullmatch(g) and _INTEGER.fullmatch(a):
         return int(g) == int(a)
+    if "10" in g or "." in g:
+        x, y = _sci_number(g), _sci_number(a)
+        if x is not None and y is not None and (0 < abs(x) < _SMALL or 0 < abs(y) < _SMALL):
+            return abs(x - y) <= Decimal("5e-7") * max(abs(x), abs(y))
     return None
 
 
@@ -217,8 +248,11 @@ class MathVerifier(Verifier):
     name = "math"
     # Bumped whenever a verdict can change for the same (gold, completion). 2: math-verify's silent
     # expiries are detected and retried or judged `timeout` (were `wrong`); every box of the final
-    # statement, hedges, math-verify's own extraction when unboxed, `truncated`.
-    version = 2
+    # statement, hedges, math-verify's own extraction when unboxed, `truncated`. 3: thousands in
+    # LaTeX spacing (`2\\,220`), numbers in `\\text{}`, an empty box is `no_answer`, number words
+    # up to twenty in "the answer is", e-notation (verify/normalize.py; the gold is normalized the
+    # same way); plain numbers below 1e-3 compared to 6 significant digits (`fast_verdict`).
+    version = 3
     # score_many takes `cut_off` flags (completions stopped at max_new_tokens).
     reads_cut_off = True
     # Cannot change a verdict: the worker count and the cache size. Everything else it is built
@@ -256,13 +290,13 @@ class MathVerifier(Verifier):
         # Each completion's answers become the units that are checked against the gold: one unit
         # per distinct answer against a one-answer gold (several are a hedge unless all are right),
         # or all answers joined into one list against a gold with several answers.
-        units_of = [[answer_units(problem.answer, ex.answers) for ex in row]
-                    for (problem, _), row in zip(items, extracted)]
+        golds = [normalize_answer(problem.answer) for problem, _ in items]
+        units_of = [[answer_units(gold, ex.answers) for ex in row]
+                    for gold, row in zip(golds, extracted)]
         # Distinct (gold, answer) pairs that still need a math-verify call.
         todo: list[tuple[str, str]] = []
         decided: dict[tuple[str, str], tuple[bool, str]] = {}
-        for (problem, _), row in zip(items, units_of):
-            gold = problem.answer
+        for gold, row in zip(golds, units_of):
             for units in row:
                 for a in units:
                     if len(a) > self.max_answer_chars:
@@ -284,8 +318,8 @@ class MathVerifier(Verifier):
             if final:
                 self._put(key, verdict)
         out: list[list[Verdict]] = []
-        for (problem, _), row, units_row in zip(items, extracted, units_of):
-            out.append([self._verdict(problem.answer, ex, units, decided)
+        for gold, row, units_row in zip(golds, extracted, units_of):
+            out.append([self._verdict(gold, ex, units, decided)
                         for ex, units in zip(row, units_row)])
         return out
 
