@@ -54,6 +54,9 @@ class TaskConfig:
     verifier: Optional[str] = None
     # Keep only the first N problems.
     limit: Optional[int] = None
+    # Problem.meta key every boundary table and plot breaks down by (e.g. tier); null keeps the
+    # task's own (none for most tasks).
+    group_by: Optional[str] = None
 
 
 @dataclass
@@ -70,6 +73,9 @@ class ProbeSettings:
     stop: list[str] = field(default_factory=list)
     # Sampling seed; part of the probe's identity in the store.
     seed: int = 0
+    # Base-vs-base null: probe the base a second time with this sampling seed (must differ from
+    # seed), so every checkpoint's change has a chance baseline; null = no null probe.
+    null_seed: Optional[int] = None
     # Probe only the first N problems of the task (null = all).
     limit: Optional[int] = None
     # Bootstrap resamples for the confidence intervals (over problems).

@@ -26,6 +26,8 @@ def build_task(cfg: Any) -> Task:
         task.system = cfg.system
     if getattr(cfg, "verifier", None):
         task.verifier = cfg.verifier
+    if getattr(cfg, "group_by", None):
+        task.group_by = str(cfg.group_by)
     limit = getattr(cfg, "limit", None)
     if limit:
         task = task.with_problems(task.problems[: int(limit)])

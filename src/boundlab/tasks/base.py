@@ -37,6 +37,9 @@ class Task:
     chat: bool = False
     # Optional system message used with the chat template.
     system: str | None = None
+    # The Problem.meta key every boundary table and plot breaks down by (the toy world: "tier");
+    # None = no breakdown. It changes no sample or verdict, so it is not in the fingerprint.
+    group_by: str | None = None
 
     def __post_init__(self) -> None:
         ids = [p.problem_id for p in self.problems]
@@ -56,7 +59,21 @@ class Task:
 
     def with_problems(self, problems: list[Problem]) -> "Task":
         """The same task (template, verifier, chat settings) over a subset of its problems."""
-        return Task(self.name, problems, self.template, self.verifier, self.chat, self.system)
+        return Task(self.name, problems, self.template, self.verifier, self.chat, self.system,
+                    self.group_by)
+
+    def groups(self) -> dict[str, list[int]]:
+        """{tag: problem indices} by `group_by`, tags in first-seen order; {} without group_by.
+        Every problem must carry the key (a ValueError names one that does not)."""
+        if not self.group_by:
+            return {}
+        out: dict[str, list[int]] = {}
+        for i, p in enumerate(self.problems):
+            if self.group_by not in p.meta or p.meta[self.group_by] is None:
+                raise ValueError(f"task {self.name!r}: group_by={self.group_by!r}, but problem "
+                                 f"{p.problem_id!r} has no meta[{self.group_by!r}]")
+            out.setdefault(str(p.meta[self.group_by]), []).append(i)
+        return out
 
     def render(self, problem: Problem, tokenizer: Any = None) -> str:
         """The exact prompt string a sampler feeds the model."""

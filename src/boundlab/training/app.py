@@ -172,19 +172,11 @@ def _destroy_process_group() -> None:
 
 
 def _print_boundary(tracker: Any) -> None:
-    rows = sorted(tracker.rows, key=lambda r: (r["kind"] != "base", r["step"]))
-    if not rows:
-        return
-    n = rows[0]["n"]
-    print(f"\nboundary (n = {n}, {rows[0]['problems']} problems):")
-    print(f"  {'step':>6}  {'pass@1':>7}  {'pass@' + str(n):>8}  {'d pass@1 [95% CI]':>26}  "
-          f"{'d pass@' + str(n) + ' [95% CI]':>26}  lost gained  crossing k")
-    for r in rows:
-        if r["kind"] == "base":
-            print(f"  {'base':>6}  {r['pass@1']:7.4f}  {r['pass@n']:8.4f}")
-            continue
-        d1 = f"{r['delta_pass@1']:+.4f} [{r['delta_pass@1_ci_low']:+.3f},{r['delta_pass@1_ci_high']:+.3f}]"
-        dn = f"{r['delta_pass@n']:+.4f} [{r['delta_pass@n_ci_low']:+.3f},{r['delta_pass@n_ci_high']:+.3f}]"
-        cross = "none" if r["crossing_k"] is None else f"{r['crossing_k']:.1f}"
-        print(f"  {r['step']:>6}  {r['pass@1']:7.4f}  {r['pass@n']:8.4f}  {d1:>26}  {dn:>26}  "
-              f"{r['lost']:>4} {r['gained']:>6}  {cross}")
+    """The boundary table (strict headline where known, answer-only beside it, the null, the
+    saturation flags and the per-group breakdown): boundlab.boundary.rows.summary_lines."""
+    from boundlab.boundary.rows import summary_lines
+
+    lines = summary_lines(tracker.rows)
+    if lines:
+        print()
+        print("\n".join(lines), flush=True)
