@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from boundlab.probe.compare import ANSWER, STRICT, compare, compare_groups, saturation, view
-from boundlab.probe.estimator import bootstrap_ci
+from boundlab.probe.compare import (ANSWER, STRICT, compare, compare_groups, group_stats, saturation,
+                                    view)
 from boundlab.probe.runner import ProbeResult
 
 KINDS_ORDER = {"base": 0, "null": 1, "checkpoint": 2}
@@ -81,24 +81,9 @@ def probe_row(step: int, kind: str, res: ProbeResult, seed: int, seconds: float,
         row["truncated_share"] = res.answers.truncated_share
     if groups:
         row["group_by"] = group_by
-        row["groups"] = {tag: _group_stats(res, metric, np.asarray(idx), ci, iters)
+        row["groups"] = {tag: group_stats(res, metric, np.asarray(idx), ci, iters)
                          for tag, idx in groups.items()}
     return row
-
-
-def _group_stats(res: ProbeResult, metric: str, rows: np.ndarray, ci: float,
-                 iters: int) -> dict[str, Any]:
-    cur, c = view(res, metric)
-    acur, _ = view(res, ANSWER)
-    pp = cur.per_problem[rows]
-    lo, hi = bootstrap_ci(pp[:, [0, -1]], iters=iters, alpha=1 - ci)
-    return {"problems": len(rows), "pass@1": float(pp[:, 0].mean()), "pass@1_ci_low": float(lo[0]),
-            "pass@1_ci_high": float(hi[0]), "pass@n": float(pp[:, -1].mean()),
-            "pass@n_ci_low": float(lo[1]), "pass@n_ci_high": float(hi[1]),
-            "solvable": int(np.sum(c[rows] > 0)), **saturation(cur, rows),
-            "answer_pass@1": float(acur.per_problem[rows, 0].mean()),
-            "answer_pass@n": float(acur.per_problem[rows, -1].mean()),
-            "curve": [_r(x) for x in pp.mean(axis=0)]}
 
 
 def add_comparison(row: dict[str, Any], base: ProbeResult, res: ProbeResult,
@@ -182,6 +167,20 @@ def _cross(r: dict[str, Any]) -> str:
     ci = "" if lo is None else (f" [{lo:.1f}, " + (f"> n]" if math.isinf(hi) else f"{hi:.1f}]"))
     share = f" ({r['crossing_share']:.0%} of resamples cross)" if "crossing_share" in r else ""
     return ("none" if k is None else f"{k:.1f}") + ci + share
+
+
+def probe_line(r: dict[str, Any]) -> str:
+    """One line per finished probe, printed as training goes."""
+    who = {"base": "base", "null": f"null (base, seed {r.get('seed')})"}.get(r["kind"], f"step {r['step']}")
+    line = f"probe {who}: {r['metric']} pass@1 {r['pass@1']:.4f}, pass@{r['n']} {r['pass@n']:.4f}"
+    if r["metric"] == STRICT:
+        line += f" (answer-only {r['answer_pass@1']:.4f}, {r['answer_pass@n']:.4f})"
+    if "delta_pass@1" in r:
+        line += (f"; vs base d pass@1 {_ci(r, 'delta_pass@1')}, d pass@{r['n']} "
+                 f"{_ci(r, 'delta_pass@n')}, lost {r['lost']}, gained {r['gained']}")
+    if r.get("saturated"):
+        line += f"; saturated (3/P = {r['rule_of_three']:.3f})"
+    return line
 
 
 def summary_lines(rows: list[dict[str, Any]]) -> list[str]:

@@ -78,7 +78,8 @@ class BoundaryTracker:
         return {int(r["step"]) for r in self.rows if r.get("kind") == "checkpoint"}
 
     def _append_row(self, row: dict[str, Any]) -> None:
-        self.rows = append_jsonl(self.run_dir / PROBES_FILE, row)
+        self.rows = [R.normalize(r) for r in append_jsonl(self.run_dir / PROBES_FILE, row)]
+        print(f"[boundlab] {R.probe_line(row)}", flush=True)
 
     # -- probing ---------------------------------------------------------------------------
     def _probe(self, model_dir: str, name: str, seed: int | None = None) -> ProbeResult:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from boundlab.probe.curves import Curve
-from boundlab.probe.estimator import bootstrap_diff_ci
+from boundlab.probe.estimator import bootstrap_ci, bootstrap_diff_ci
 from boundlab.probe.runner import ProbeResult
 
 STRICT, ANSWER = "strict", "answer"
@@ -146,6 +146,23 @@ def saturation(curve: Curve, rows: np.ndarray | None = None) -> dict[str, Any]:
     p = len(last)
     sat = bool(p > 0 and np.all(last >= 1.0 - 1e-12))
     return {"saturated": sat, "rule_of_three": min(1.0, 3.0 / p) if sat else None}
+
+
+def group_stats(res: ProbeResult, metric: str, rows: np.ndarray, ci: float = 0.95,
+                iters: int = 1000) -> dict[str, Any]:
+    """One probe on a group of its problems (`rows`): pass@1 and pass@n with bootstrap CIs over
+    the group's problems, solvable, saturation, answer-only pass@1 and pass@n, the mean curve."""
+    cur, c = view(res, metric)
+    acur, _ = view(res, ANSWER)
+    pp = cur.per_problem[rows]
+    lo, hi = bootstrap_ci(pp[:, [0, -1]], iters=iters, alpha=1 - ci)
+    return {"problems": len(rows), "pass@1": float(pp[:, 0].mean()), "pass@1_ci_low": float(lo[0]),
+            "pass@1_ci_high": float(hi[0]), "pass@n": float(pp[:, -1].mean()),
+            "pass@n_ci_low": float(lo[1]), "pass@n_ci_high": float(hi[1]),
+            "solvable": int(np.sum(c[rows] > 0)), **saturation(cur, rows),
+            "answer_pass@1": float(acur.per_problem[rows, 0].mean()),
+            "answer_pass@n": float(acur.per_problem[rows, -1].mean()),
+            "curve": [round(float(x), 6) for x in pp.mean(axis=0)]}
 
 
 def _diffs(bcur: Curve, cur: Curve, rows: np.ndarray | None, kmax: int, iters: int,
