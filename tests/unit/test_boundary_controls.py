@@ -294,3 +294,13 @@ def test_null_seed_is_a_probe_setting_that_must_differ_from_seed():
     assert cfg("debug=smoke").probe.null_seed is None
     with pytest.raises(ConfigError, match=r"^probe.null_seed=0: must differ from probe.seed=0"):
         validate(cfg("probe.null_seed=0"))
+
+
+def test_a_null_lost_from_wandb_is_relogged_on_its_own(tmp_path):
+    tr, logger = run_tracker(tmp_path, null_seed=7)
+    logger.logged.clear()
+    # W&B holds the base (step 0) and the checkpoint, not the null: only the null is re-logged.
+    assert tr.relog_missing({0, 10}, null_logged=False) == [0]
+    assert [("probe/null/lost" in m) for m in logger.logged] == [True]
+    logger.logged.clear()
+    assert tr.relog_missing({0, 10}, null_logged=True) == []

@@ -187,9 +187,11 @@ class BoundaryTracker:
         if png.exists():
             self.logger.log_image(metric_key(PROBE, "boundary"), png, extra={PROBE_STEP: step})
 
-    def relog_missing(self, logged_steps: set[int]) -> list[int]:
-        """Re-log finished probes that the W&B run does not hold (lost in a hard kill)."""
-        missing = [r for r in self.rows if int(r["step"]) not in logged_steps]
+    def relog_missing(self, logged_steps: set[int], null_logged: bool = True) -> list[int]:
+        """Re-log finished probes that the W&B run does not hold (lost in a hard kill). The null
+        shares step 0 with the base, so whether it was logged is asked separately."""
+        missing = [r for r in self.rows if (not null_logged if r["kind"] == "null"
+                                            else int(r["step"]) not in logged_steps)]
         for r in missing:
             self._log(r)
         return [int(r["step"]) for r in missing]

@@ -273,7 +273,8 @@ def _tag_sort_key(t: str) -> tuple:
 def breakdown(ids: Sequence[str], tags: Mapping[str, str], per_problem: np.ndarray,
               c: Sequence[int] | None = None) -> list[dict[str, Any]]:
     """pass@1 and pass@n (the last column of the problems x n matrix) per tag, with the number of
-    problems and, given `c`, the solvable problems."""
+    problems, whether the tag is saturated (pass@n = 1) with its rule-of-three bound min(1, 3/P),
+    and, given `c`, the solvable problems."""
     per_problem = np.asarray(per_problem, float)
     groups: dict[str, list[int]] = {}
     for i, pid in enumerate(ids):
@@ -281,8 +282,12 @@ def breakdown(ids: Sequence[str], tags: Mapping[str, str], per_problem: np.ndarr
     rows = []
     for tag in sorted(groups, key=_tag_sort_key):
         idx = np.array(groups[tag])
+        passn = float(per_problem[idx, -1].mean())
+        # Saturated: every problem of the tag solved at k = n; the rule of three bounds the rest.
+        sat = passn >= 1.0 - 1e-12
         row = {"tag": tag, "problems": len(idx), "pass@1": float(per_problem[idx, 0].mean()),
-               "pass@n": float(per_problem[idx, -1].mean())}
+               "pass@n": passn, "saturated": sat,
+               "rule_of_three": min(1.0, 3.0 / len(idx)) if sat else None}
         if c is not None:
             row["solvable"] = int(np.sum(np.asarray(c)[idx] > 0))
         rows.append(row)

@@ -136,9 +136,10 @@ def _relog_lost_probes(tracker: Any, run_dir: Path, run_id: str) -> None:
     try:
         run = read_offline_run(run_dir, run_id=run_id)
         logged = {int(h[PROBE_STEP]) for h in run.history if PROBE_STEP in h and "probe/pass@1" in h}
+        null_logged = any("probe/null/lost" in h for h in run.history)
     except Exception:  # noqa: BLE001 - nothing readable yet: every probe is missing
-        logged = set()
-    relogged = tracker.relog_missing(logged)
+        logged, null_logged = set(), False
+    relogged = tracker.relog_missing(logged, null_logged)
     if relogged:
         print(f"[boundlab] re-logged probes at steps {relogged} that the killed run had not flushed to W&B",
               flush=True)
