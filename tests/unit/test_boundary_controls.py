@@ -19,6 +19,7 @@ import pytest
 
 from boundlab.boundary import rows as R
 from boundlab.boundary.tracker import build_tracker
+from boundlab.config import ConfigError
 from boundlab.probe.compare import compare, crossing_with_ci, saturation
 from boundlab.probe.curves import compute_curve
 from boundlab.probe.spec import ProbeSpec
@@ -155,7 +156,7 @@ def test_groups_break_every_probe_down_by_tag(tmp_path):
     # A tag every problem must carry: one clear error naming the problem.
     bad = Task("t", [Problem("a", "1*3+9", "12", {"tier": "E"}), Problem("b", "2-6+4", "0", {})],
                verifier="toy", group_by="tier")
-    with pytest.raises(ValueError, match=r"problem 'b' has no meta\['tier'\]"):
+    with pytest.raises(ConfigError, match=r"^task.group_by=tier: problem 'b' of task 't' has no meta\['tier'\]"):
         bad.groups()
 
 
@@ -277,7 +278,7 @@ def test_null_seed_is_a_probe_setting_that_must_differ_from_seed():
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from boundlab.config import ConfigError, register_configs
+    from boundlab.config import register_configs
     from boundlab.validate import validate
     from pathlib import Path
 
@@ -304,3 +305,25 @@ def test_a_null_lost_from_wandb_is_relogged_on_its_own(tmp_path):
     assert [("probe/null/lost" in m) for m in logger.logged] == [True]
     logger.logged.clear()
     assert tr.relog_missing({0, 10}, null_logged=True) == []
+
+
+def test_probe_py_summary_and_metrics_lead_with_strict(tmp_path, capsys):
+    from boundlab.probe.app import _groups, passk_metrics, print_summary
+
+    tr, _ = run_tracker(tmp_path, null_seed=None)
+    capsys.readouterr()
+    task = toy_task()
+    print_summary(tr.base, tmp_path / "s.sqlite", None, task)
+    out = capsys.readouterr().out.splitlines()
+    assert "  headline: strict pass@k (right answer and a valid trace); answer-only beside it, with " \
+           "the gap (answer-only - strict)" in out
+    # pass@1: strict 0.4375 with its CI, answer-only 0.5, gap +0.0625.
+    line = next(x for x in out if x.strip().startswith("pass@1 "))
+    assert line.split()[1] == "0.4375" and line.split()[-2:] == ["0.5000", "+0.0625"]
+    assert "  solvable (c > 0): 3 of 4 with a valid trace, 4 answer-only" in out
+    e = next(x for x in out if x.strip().startswith("E ("))
+    assert "0.7500" in e and "SATURATED (3/P = 1.000)" in e
+    m = passk_metrics(tr.base, groups=_groups(tr.base, task, 0.95))
+    assert m["probe/pass@1"] == pytest.approx(0.4375) and m["probe/answer/pass@1"] == pytest.approx(0.5)
+    assert m["probe/H/strict/pass@4"] == pytest.approx(0.5) and m["probe/E/strict/saturated"] == 1
+    assert m["probe/solvable"] == 3 and m["probe/strict_is_headline"] == 1

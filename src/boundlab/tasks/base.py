@@ -67,11 +67,13 @@ class Task:
         Every problem must carry the key (a ValueError names one that does not)."""
         if not self.group_by:
             return {}
+        from boundlab.config import ConfigError  # a user error: one line, exit 2 (boundlab.cli)
+
         out: dict[str, list[int]] = {}
         for i, p in enumerate(self.problems):
             if self.group_by not in p.meta or p.meta[self.group_by] is None:
-                raise ValueError(f"task {self.name!r}: group_by={self.group_by!r}, but problem "
-                                 f"{p.problem_id!r} has no meta[{self.group_by!r}]")
+                raise ConfigError(f"task.group_by={self.group_by}: problem {p.problem_id!r} of task "
+                                  f"{self.name!r} has no meta[{self.group_by!r}] to group by")
             out.setdefault(str(p.meta[self.group_by]), []).append(i)
         return out
 

@@ -67,6 +67,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         print(f"[boundlab] ignoring incomplete checkpoint {bad} (killed mid-save)", flush=True)
 
     probe_task = load_task(cfg)
+    probe_task.groups()  # a group_by some problem lacks fails here, before any model work
     train_task = build_task(_with(cfg.task, split=cfg.train.train_split, limit=cfg.train.train_limit))
     store = Store(cfg.store.path)
     verifier = build_verifier(probe_task.verifier, **verifier_options(probe_task.verifier, cfg.verify))
