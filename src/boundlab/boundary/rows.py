@@ -13,6 +13,9 @@ Row layout (`metric` says which metric the unprefixed columns hold):
 - `kind`: `base`, `null` (the base probed again with `probe.null_seed`: its Δ, lost and gained
   against the base are the chance level of every checkpoint's) or `checkpoint`.
 - `groups` (when the task has `group_by`): {tag: the same headline fields for that group's problems}.
+- `crossing_k` (None: no crossing up to n), `crossing_k_ci_low/high` and `crossing_share` from
+  `boundlab.probe.compare.crossing_with_ci`; an interval open beyond n has `crossing_k_ci_high` = inf
+  (`Infinity` in probes.jsonl, `inf` in boundary.csv, left out of W&B).
 A row written before `metric` existed held answer-only values in `pass@1`...: `normalize` reads it
 as `metric=answer`.
 """
