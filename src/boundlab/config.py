@@ -73,9 +73,9 @@ class ProbeSettings:
     stop: list[str] = field(default_factory=list)
     # Sampling seed; part of the probe's identity in the store.
     seed: int = 0
-    # Base-vs-base null: probe the base a second time with this sampling seed (must differ from
-    # seed), so every checkpoint's change has a chance baseline; null = no null probe.
-    null_seed: Optional[int] = None
+    # Base-vs-base null: probe the base a second time with sampling seed `seed + null_seed_offset`
+    # (not 0), so every checkpoint's change has a chance baseline; null = no null probe.
+    null_seed_offset: Optional[int] = None
     # Probe only the first N problems of the task (null = all).
     limit: Optional[int] = None
     # Bootstrap resamples for the confidence intervals (over problems).

@@ -59,7 +59,7 @@ def test_tracker_on_the_toy_world_writes_strict_groups_null_and_crossing(tmp_pat
     monkeypatch.setenv("WANDB_SILENT", "true")
     cfg = compose_cfg("train", "probe.n=8", "probe.bootstrap_iters=200", "probe.limit=null",
                       "sampler.torch_threads=1", "sampler.batch_size=64")
-    assert cfg.probe.null_seed == 1  # on by default in the toy world
+    assert cfg.probe.null_seed_offset == 1  # on by default in the toy world
     task = toy_task_with_tiers(cfg)
     run_dir = tmp_path / "run"
     run_dir.mkdir()

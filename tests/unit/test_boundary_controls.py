@@ -274,7 +274,7 @@ def test_compare_falls_back_to_answer_when_strict_is_unknown():
     assert out["metric"] == "answer" and "answer_lost" not in out and out["delta_pass@1"] == 0.0
 
 
-def test_null_seed_is_a_probe_setting_that_must_differ_from_seed():
+def test_null_seed_offset_is_a_probe_setting_that_must_not_be_zero():
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
@@ -291,10 +291,13 @@ def test_null_seed_is_a_probe_setting_that_must_differ_from_seed():
             return compose(config_name="train", overrides=list(overrides))
 
     # On for the toy world's default probe, off for the seconds-long smoke run.
-    assert cfg().probe.null_seed == 1 and ProbeSpec.from_config(cfg().probe).null_seed == 1
-    assert cfg("debug=smoke").probe.null_seed is None
-    with pytest.raises(ConfigError, match=r"^probe.null_seed=0: must differ from probe.seed=0"):
-        validate(cfg("probe.null_seed=0"))
+    assert cfg().probe.null_seed_offset == 1 and ProbeSpec.from_config(cfg().probe).null_seed == 1
+    assert ProbeSpec.from_config(cfg("probe.seed=5").probe).null_seed == 6
+    assert cfg("debug=smoke").probe.null_seed_offset is None
+    assert ProbeSpec.from_config(cfg("debug=smoke").probe).null_seed is None
+    validate(cfg("probe.seed=1"))  # any seed works with the default offset
+    with pytest.raises(ConfigError, match=r"^probe.null_seed_offset=0: must not be 0"):
+        validate(cfg("probe.null_seed_offset=0"))
 
 
 def test_a_null_lost_from_wandb_is_relogged_on_its_own(tmp_path):

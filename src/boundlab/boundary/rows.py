@@ -10,7 +10,7 @@ Row layout (`metric` says which metric the unprefixed columns hold):
   `answer_delta_*`, `answer_lost`, `answer_gained`: answer-only, beside it. `gap@1`, `gap@n`:
   answer-only minus strict (what lucky or invalid traces add). `strict_pass@1`, `strict_pass@n`,
   `strict_curve` are kept as before.
-- `kind`: `base`, `null` (the base probed again with `probe.null_seed`: its Δ, lost and gained
+- `kind`: `base`, `null` (the base probed again with `probe.null_seed_offset`: its Δ, lost and gained
   against the base are the chance level of every checkpoint's) or `checkpoint`.
 - `groups` (when the task has `group_by`): {tag: the same headline fields for that group's problems}.
 - `crossing_k` (None: no crossing up to n), `crossing_k_ci_low/high` and `crossing_share` from

@@ -8,8 +8,8 @@ base's, and the boundary plot (pass@1 and pass@n against the step, the paper's F
 Strict pass@k (right answer and a valid trace) is the headline wherever the verifier knows it; the
 answer-only numbers sit beside it, labelled (`boundlab.boundary.rows` has the row layout). With
 `task.group_by` every probe is also broken down by that Problem.meta tag (`boundary_groups.csv`,
-`probe/<tag>/<metric>/...` in W&B, one panel per tag in boundary.png). With `probe.null_seed` the
-base is probed a second time with that seed (a `kind=null` row): its Δ, lost and gained against the
+`probe/<tag>/<metric>/...` in W&B, one panel per tag in boundary.png). With `probe.null_seed_offset` the
+base is probed a second time with seed + offset (a `kind=null` row): its Δ, lost and gained against the
 base are the chance level of every checkpoint's. A saturated probe (every problem solved at k = n)
 is flagged with the rule-of-three bound instead of showing a [0, 0] interval as precision.
 `probes.jsonl` records each finished probe, so a resumed run neither re-probes nor loses one; it and
@@ -90,7 +90,8 @@ class BoundaryTracker:
             try:
                 return probe_model(self.task, sampler, self.verifier, self.store,
                                    model_fingerprint(model_dir, self.store), self.n, self.gen,
-                                   self.seed if seed is None else seed, tok, name, self.bootstrap_iters, self.ci, self.progress,
+                                   self.seed if seed is None else seed, tok, name,
+                                   self.bootstrap_iters, self.ci, self.progress,
                                    meta={"path": model_dir})
             finally:
                 sampler.close()

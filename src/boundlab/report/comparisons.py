@@ -8,7 +8,7 @@ for it, from the same function (`boundlab.probe.compare.compare`, via `analysis.
 The headline metric is strict pass@k (right answer and a valid trace) when the store knows it for the
 base and every model (`c_strict`), else answer-only; every section reads `Probe.c` and
 `Probe.summary`, which hold the headline, and `Probe.answer` holds answer-only pass@1 and pass@n
-beside it. A run whose tracker probed a base-vs-base null (`probe.null_seed`) gets it compared with
+beside it. A run whose tracker probed a base-vs-base null (`probe.null_seed_offset`) gets it compared with
 the base like a checkpoint (`RunProgress.null`): the chance level of every Δ, lost and gained.
 
 A probe's summary is computed once per probe key: a run's final checkpoint is both a model and the

@@ -36,7 +36,7 @@ class RunDir:
 
     @property
     def null(self) -> tuple[str, Any] | None:
-        """(probe key, sampling seed) of the run's base-vs-base null probe (`probe.null_seed`)."""
+        """(probe key, sampling seed) of the run's base-vs-base null probe (`probe.null_seed_offset`)."""
         r = next((r for r in self.rows if r.get("kind") == "null"), None)
         return None if r is None else (r["probe_key"], r.get("seed"))
 

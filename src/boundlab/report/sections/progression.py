@@ -21,7 +21,7 @@ def render(r: Report, d: Doc) -> None:
     rows, series = [], {}
     nulls = [run for run in r.runs if run.null is not None]
     if nulls:
-        d.add("A `null` row is the base probed again with another sampling seed (`probe.null_seed`), "
+        d.add("A `null` row is the base probed again with another sampling seed (`probe.null_seed_offset`), "
               "compared with the base exactly like a checkpoint: its Δ, lost and gained are what "
               "sampling chance alone gives, the baseline for every checkpoint's.")
     for run in r.runs:
