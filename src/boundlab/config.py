@@ -63,6 +63,9 @@ class TaskConfig:
     # Tiered tasks (toy2), split=train: the RL training mix, tier -> share of the training problems
     # (null = the task's default mix). The share of the counter-rule family is an ablation axis.
     train_mix: Optional[dict[str, float]] = None
+    # Problem.meta key every boundary table and plot breaks down by (e.g. tier); null keeps the
+    # task's own (none for most tasks).
+    group_by: Optional[str] = None
 
 
 @dataclass
@@ -79,6 +82,9 @@ class ProbeSettings:
     stop: list[str] = field(default_factory=list)
     # Sampling seed; part of the probe's identity in the store.
     seed: int = 0
+    # Base-vs-base null: probe the base a second time with sampling seed `seed + null_seed_offset`
+    # (not 0), so every checkpoint's change has a chance baseline; null = no null probe.
+    null_seed_offset: Optional[int] = None
     # Probe only the first N problems of the task (null = all).
     limit: Optional[int] = None
     # Bootstrap resamples for the confidence intervals (over problems).

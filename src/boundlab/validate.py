@@ -97,6 +97,9 @@ def validate_probe(p: Any, prefix: str = "probe") -> None:
     _at_least(p, prefix, "bootstrap_iters", 1, " (bootstrap resamples for the confidence intervals)")
     if not 0 < p.ci < 1:
         _fail(f"{prefix}.ci", p.ci, "must be a confidence level in (0, 1), e.g. 0.95")
+    if getattr(p, "null_seed_offset", None) == 0:
+        _fail(f"{prefix}.null_seed_offset", 0, "must not be 0: the base-vs-base null probes the base "
+              f"again with another sampling seed, {prefix}.seed + offset (null = no null probe)")
 
 
 def validate_sampler(s: Any, prefix: str = "sampler") -> None:

@@ -217,6 +217,9 @@ def test_problem_tags_and_breakdown():
     assert false["problems"] == 2 and false["solvable"] == 1
     assert false["pass@1"] == pytest.approx((0 + 2 / 4) / 2) and false["pass@n"] == pytest.approx(0.5)
     assert true["pass@1"] == pytest.approx((1 / 4 + 1) / 2) and true["pass@n"] == pytest.approx(1.0)
+    # "true" solves both its problems at k = n: saturated, 3/P = 1.5 capped at 1; "false" is not.
+    assert (true["saturated"], true["rule_of_three"]) == (True, 1.0)
+    assert (false["saturated"], false["rule_of_three"]) == (False, None)
     levels = A.breakdown(["a", "b", "c"], {"a": "10", "b": "2", "c": "x"}, pp[:3])
     assert [r["tag"] for r in levels] == ["2", "10", "x"]  # numeric tags in numeric order
 

@@ -4,6 +4,14 @@ Per probe it logs pass@k (powers of two and n), the change against the base at t
 base-solvable problems lost and the new ones gained, an overlay of the checkpoint's curve on the
 base's, and the boundary plot (pass@1 and pass@n against the step, the paper's Figure 1 right).
 `boundary.csv` and `boundary.png` in the run dir are rewritten after every probe, W&B or not.
+
+Strict pass@k (right answer and a valid trace) is the headline wherever the verifier knows it; the
+answer-only numbers sit beside it, labelled (`boundlab.boundary.rows` has the row layout). With
+`task.group_by` every probe is also broken down by that Problem.meta tag (`boundary_groups.csv`,
+`probe/<tag>/<metric>/...` in W&B, one panel per tag in boundary.png). With `probe.null_seed_offset` the
+base is probed a second time with seed + offset (a `kind=null` row): its Δ, lost and gained against the
+base are the chance level of every checkpoint's. A saturated probe (every problem solved at k = n)
+is flagged with the rule-of-three bound instead of showing a [0, 0] interval as precision.
 `probes.jsonl` records each finished probe, so a resumed run neither re-probes nor loses one; it and
 `boundary.csv` are replaced atomically (`boundlab.rundir.io`), and a torn last line left by an older
 writer or a full disk is skipped and cut off at load.
@@ -15,21 +23,22 @@ and a killed-and-resumed run, which restores the RNG saved with the checkpoint, 
 
 from __future__ import annotations
 
-import csv
-import io
+import math
 import time
 from pathlib import Path
 from typing import Any, Callable
 
+from boundlab.boundary import rows as R
 from boundlab.probe.answer_stats import summary_lines
-from boundlab.probe.compare import compare
+from boundlab.probe.compare import compare  # noqa: F401 - the one comparison (rows.add_comparison)
 from boundlab.probe.estimator import powers_of_two
 from boundlab.probe.runner import ProbeResult, probe_model
 from boundlab.probe.rng import isolated_rng
 from boundlab.probe.spec import ProbeSpec
 from boundlab.probe.store import Store
-from boundlab.rundir import BOUNDARY_CSV, BOUNDARY_PNG, PASSK_BY_STEP_PNG, PROBES_FILE
-from boundlab.rundir.io import append_jsonl, atomic_write_text, read_jsonl
+from boundlab.rundir import (BOUNDARY_CSV, BOUNDARY_GROUPS_CSV, BOUNDARY_PNG, PASSK_BY_STEP_PNG,
+                             PROBES_FILE)
+from boundlab.rundir.io import append_jsonl, atomic_write_text, read_jsonl, write_jsonl
 from boundlab.tasks.base import Task
 from boundlab.tracking.names import PROBE, PROBE_STEP, TRAIN_STEP, metric_key
 
@@ -51,6 +60,7 @@ class BoundaryTracker:
         self.spec = spec
         self.n, self.gen, self.seed = spec.n, spec.gen, spec.seed
         self.bootstrap_iters, self.ci, self.progress = spec.bootstrap_iters, spec.ci, progress
+        self.groups = task.groups()  # {tag: problem indices}; a problem without the tag fails here
         self.base: ProbeResult | None = None
         self.rows: list[dict[str, Any]] = []
         self.results: dict[int, ProbeResult] = {}
@@ -62,16 +72,17 @@ class BoundaryTracker:
     def _load_rows(self) -> None:
         # repair=True: the tracker is the file's writer (inline training or the watcher). The trainer
         # of a detached run loads it too; a torn line there can only be left by a dead writer.
-        self.rows = read_jsonl(self.run_dir / PROBES_FILE, repair=True)
+        self.rows = [R.normalize(r) for r in read_jsonl(self.run_dir / PROBES_FILE, repair=True)]
 
     def done_steps(self) -> set[int]:
         return {int(r["step"]) for r in self.rows if r.get("kind") == "checkpoint"}
 
     def _append_row(self, row: dict[str, Any]) -> None:
-        self.rows = append_jsonl(self.run_dir / PROBES_FILE, row)
+        self.rows = [R.normalize(r) for r in append_jsonl(self.run_dir / PROBES_FILE, row)]
+        print(f"[boundlab] {R.probe_line(row)}", flush=True)
 
     # -- probing ---------------------------------------------------------------------------
-    def _probe(self, model_dir: str, name: str) -> ProbeResult:
+    def _probe(self, model_dir: str, name: str, seed: int | None = None) -> ProbeResult:
         from boundlab.models import model_fingerprint
 
         with isolated_rng():
@@ -79,20 +90,46 @@ class BoundaryTracker:
             try:
                 return probe_model(self.task, sampler, self.verifier, self.store,
                                    model_fingerprint(model_dir, self.store), self.n, self.gen,
-                                   self.seed, tok, name, self.bootstrap_iters, self.ci, self.progress,
+                                   self.seed if seed is None else seed, tok, name,
+                                   self.bootstrap_iters, self.ci, self.progress,
                                    meta={"path": model_dir})
             finally:
                 sampler.close()
 
     def probe_base(self, model_dir: str, name: str = "base") -> ProbeResult:
+        """Probe the base (read back from the store when done before), then the null if asked."""
         t0 = time.time()
         self.base = self._probe(model_dir, name)
-        if not any(r.get("kind") == "base" for r in self.rows):
-            row = self._row(0, self.base, "base", time.time() - t0)
+        row = self._row(0, self.base, "base", time.time() - t0, self.seed)
+        old = next((r for r in self.rows if r.get("kind") == "base"), None)
+        if old is None:
             self._append_row(row)
             self._log(row)
+        elif old["metric"] != row["metric"] or ("groups" in row) != ("groups" in old):
+            # Written by an older version (answer-only values, no groups): the base row is redone
+            # from the store, so the checkpoints probed from now on compare with like.
+            self.rows = [row if r is old else r for r in self.rows]
+            write_jsonl(self.run_dir / PROBES_FILE, self.rows)
+        if self.spec.null_seed is not None:
+            self.probe_null(model_dir)
         self._write_files()
         return self.base
+
+    def probe_null(self, model_dir: str) -> ProbeResult | None:
+        """The base-vs-base null: the base again, with `null_seed` (a different probe key)."""
+        if any(r.get("kind") == "null" for r in self.rows):
+            return None
+        if self.base is None:
+            raise RuntimeError("probe the base model first")
+        t0 = time.time()
+        res = self._probe(model_dir, "base (null)", seed=self.spec.null_seed)
+        if res.key == self.base.key:
+            raise RuntimeError("the null probe has the base probe's key: its seed is not in the key")
+        row = self._row(0, res, "null", time.time() - t0, self.spec.null_seed)
+        R.add_comparison(row, self.base, res, self.groups, self.bootstrap_iters, self.ci)
+        self._append_row(row)
+        self._log(row)
+        return res
 
     def probe_checkpoint(self, step: int, ckpt_dir: str) -> ProbeResult | None:
         if step in self.done_steps():
@@ -101,35 +138,22 @@ class BoundaryTracker:
             raise RuntimeError("probe the base model first")
         t0 = time.time()
         res = self._probe(ckpt_dir, f"step {step}")
-        row = self._row(step, res, "checkpoint", time.time() - t0)
-        row.update(compare(self.base, res, self.bootstrap_iters))
+        row = self._row(step, res, "checkpoint", time.time() - t0, self.seed)
+        R.add_comparison(row, self.base, res, self.groups, self.bootstrap_iters, self.ci)
         self.results[step] = res
         self._append_row(row)
         self._log(row)
         self._write_files()
         return res
 
-    def _row(self, step: int, res: ProbeResult, kind: str, seconds: float) -> dict[str, Any]:
-        cur = res.curve
-        row: dict[str, Any] = {
-            "step": step, "kind": kind, "n": cur.kmax, "problems": len(res.problem_ids),
-            "pass@1": cur.at(1), "pass@1_ci_low": float(cur.ci_low[0]), "pass@1_ci_high": float(cur.ci_high[0]),
-            "pass@n": cur.at(cur.kmax), "pass@n_ci_low": float(cur.ci_low[-1]),
-            "pass@n_ci_high": float(cur.ci_high[-1]), "solvable": len(res.solvable),
-            "probe_key": res.key, "probe_seconds": round(seconds, 2),
-            "curve": [round(float(x), 6) for x in cur.pass_at_k],
-        }
+    def _row(self, step: int, res: ProbeResult, kind: str, seconds: float, seed: int) -> dict[str, Any]:
+        row = R.probe_row(step, kind, res, seed, seconds, self.groups, self.task.group_by, self.ci,
+                          self.bootstrap_iters)
         if res.answers is not None:
             # Answer format per probe: a "shrinkage" that is really a change of format (or a
             # length limit) shows here. Printed too, so no probe's truncation goes unseen.
-            row["boxed_share"] = res.answers.boxed_share
-            row["truncated_share"] = res.answers.truncated_share
             for line in summary_lines(res.answers, self.gen.max_new_tokens):
                 print(f"[boundlab] probe {kind} step {step}: {line.strip()}", flush=True)
-        if res.curve_strict is not None:
-            row["strict_pass@1"] = res.curve_strict.at(1)
-            row["strict_pass@n"] = res.curve_strict.at(cur.kmax)
-            row["strict_curve"] = [round(float(x), 6) for x in res.curve_strict.pass_at_k]
         return row
 
     # -- outputs ---------------------------------------------------------------------------
@@ -138,70 +162,154 @@ class BoundaryTracker:
         probes whose W&B records died with a hard-killed process)."""
         if self.logger is None:
             return
-        step, curve = int(row["step"]), row["curve"]
-        base = next((r for r in self.rows if r.get("kind") == "base"), None)
-        kmax = len(curve)
+        step = int(row["step"])
         m: dict[str, Any] = {PROBE_STEP: step, TRAIN_STEP: step}
-        for k in powers_of_two(kmax):
-            m[metric_key(PROBE, f"pass@{k}")] = curve[k - 1]
-            if base is not None and row["kind"] == "checkpoint" and k <= len(base["curve"]):
-                m[metric_key(PROBE, "delta", f"pass@{k}")] = curve[k - 1] - base["curve"][k - 1]
-            if row.get("strict_curve"):
-                m[metric_key(PROBE, "strict", f"pass@{k}")] = row["strict_curve"][k - 1]
-        m[metric_key(PROBE, "pass@n")] = curve[-1]
-        m[metric_key(PROBE, "solvable")] = row["solvable"]
-        for share in ("boxed_share", "truncated_share"):
-            if row.get(share) is not None:
-                m[metric_key(PROBE, share)] = row[share]
+        base = next((r for r in self.rows if r.get("kind") == "base"), None)
+        base_curve = base["curve"] if base is not None and base["metric"] == row["metric"] else None
+        if row["kind"] == "null":
+            # Under probe/null/...: the base's own probe/pass@k at step 0 must stay the base's.
+            m.update(_compared_metrics(row, metric_key(PROBE, "null"), base_curve))
+            self.logger.log(m)
+            return
+        m.update(_probe_metrics(row))
         if row["kind"] == "checkpoint":
-            m[metric_key(PROBE, "lost")] = row["lost"]
-            m[metric_key(PROBE, "gained")] = row["gained"]
-            if row.get("crossing_k") is not None:
-                m[metric_key(PROBE, "crossing_k")] = row["crossing_k"]
+            m.update(_compared_metrics(row, PROBE, base_curve))
         self.logger.log(m)
+        curve, kmax = row["curve"], len(row["curve"])
         if base is not None:
             series = {"base": base["curve"][:kmax]}
             if row["kind"] == "checkpoint":
                 series[f"step {step}"] = curve
             self.logger.log_line_plot(metric_key(PROBE, "curve_vs_base"), list(range(1, kmax + 1)),
                                       series,
-                                      title=f"pass@k at step {step} vs base", xname="k",
-                                      step_metrics={PROBE_STEP: step})
+                                      title=f"{row['metric']} pass@k at step {step} vs base",
+                                      xname="k", step_metrics={PROBE_STEP: step})
         png = self.run_dir / BOUNDARY_PNG
         if png.exists():
             self.logger.log_image(metric_key(PROBE, "boundary"), png, extra={PROBE_STEP: step})
 
-    def relog_missing(self, logged_steps: set[int]) -> list[int]:
-        """Re-log finished probes that the W&B run does not hold (lost in a hard kill)."""
-        missing = [r for r in self.rows if int(r["step"]) not in logged_steps]
+    def relog_missing(self, logged_steps: set[int], null_logged: bool = True) -> list[int]:
+        """Re-log finished probes that the W&B run does not hold (lost in a hard kill). The null
+        shares step 0 with the base, so whether it was logged is asked separately."""
+        missing = [r for r in self.rows if (not null_logged if r["kind"] == "null"
+                                            else int(r["step"]) not in logged_steps)]
         for r in missing:
             self._log(r)
         return [int(r["step"]) for r in missing]
 
     def _write_files(self) -> None:
-        from boundlab.tracking.plots import plot_boundary, plot_passk
+        from boundlab.tracking.plots import plot_boundary_panels, plot_passk
 
-        rows = sorted(self.rows, key=lambda r: (r["kind"] != "base", r["step"]))
-        cols = ["step", "kind", "n", "problems", "pass@1", "pass@1_ci_low", "pass@1_ci_high", "pass@n",
-                "pass@n_ci_low", "pass@n_ci_high", "delta_pass@1", "delta_pass@1_ci_low",
-                "delta_pass@1_ci_high", "delta_pass@n", "delta_pass@n_ci_low", "delta_pass@n_ci_high",
-                "lost", "gained", "solvable", "crossing_k", "strict_pass@1", "strict_pass@n",
-                "boxed_share", "truncated_share", "probe_seconds"]
-        buf = io.StringIO(newline="")
-        w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.6f}" if isinstance(v, float) else v) for k, v in r.items()})
-        atomic_write_text(self.run_dir / BOUNDARY_CSV, buf.getvalue())
+        atomic_write_text(self.run_dir / BOUNDARY_CSV, R.boundary_csv(self.rows))
+        groups = R.groups_csv(self.rows)
+        if groups is not None:
+            atomic_write_text(self.run_dir / BOUNDARY_GROUPS_CSV, groups)
+        rows = R.ordered(self.rows)
         base = next((r for r in rows if r["kind"] == "base"), None)
-        ck = [r for r in rows if r["kind"] == "checkpoint"]
         if base is None:
             return
-        steps = [0] + [r["step"] for r in ck]
-        plot_boundary(steps, [base["pass@1"]] + [r["pass@1"] for r in ck],
-                      [base["pass@n"]] + [r["pass@n"] for r in ck], base["pass@1"], base["pass@n"],
-                      self.run_dir / BOUNDARY_PNG, n=base["n"])
+        ck = [r for r in rows if r["kind"] == "checkpoint" and r["metric"] == base["metric"]]
+        null = next((r for r in rows if r["kind"] == "null"), None)
+        plot_boundary_panels(_series(base, ck, null, None), self.run_dir / BOUNDARY_PNG, n=base["n"],
+                             metric=base["metric"],
+                             panels={t: _series(base, ck, null, t) for t in (base.get("groups") or {})},
+                             group_by=base.get("group_by"))
         curves = {"base": (list(range(1, base["n"] + 1)), base["curve"], None, None)}
         for r in ck:
             curves[f"step {r['step']}"] = (list(range(1, r["n"] + 1)), r["curve"], None, None)
-        plot_passk(curves, self.run_dir / PASSK_BY_STEP_PNG, title="pass@k: base and checkpoints")
+        plot_passk(curves, self.run_dir / PASSK_BY_STEP_PNG,
+                   title=f"{base['metric']} pass@k: base and checkpoints")
+
+
+def _series(base: dict[str, Any], ck: list[dict[str, Any]], null: dict[str, Any] | None,
+            tag: str | None) -> dict[str, Any]:
+    """What one panel of boundary.png shows: pass@1 and pass@n by step, the base, the null's."""
+    def pick(r: dict[str, Any]) -> dict[str, Any] | None:
+        return r if tag is None else (r.get("groups") or {}).get(tag)
+
+    b = pick(base)
+    pts = [(r["step"], pick(r)) for r in ck if pick(r) is not None]
+    out = {"steps": [0] + [s for s, _ in pts], "pass@1": [b["pass@1"]] + [g["pass@1"] for _, g in pts],
+           "pass@n": [b["pass@n"]] + [g["pass@n"] for _, g in pts], "base_pass@1": b["pass@1"],
+           "base_pass@n": b["pass@n"], "saturated": bool(b.get("saturated")),
+           "problems": b.get("problems")}
+    g = pick(null) if null is not None else None
+    if g is not None:
+        out["null_pass@1"], out["null_pass@n"] = g["pass@1"], g["pass@n"]
+    return out
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _tagged(row: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(W&B-safe tag, group stats): a tag may not add a level to the key."""
+    return [(str(t).replace("/", "_"), g) for t, g in (row.get("groups") or {}).items()]
+
+
+def _probe_metrics(row: dict[str, Any]) -> dict[str, Any]:
+    """One probe's own values: the headline at probe/pass@k, each metric under its name."""
+    m: dict[str, Any] = {}
+    kmax = len(row["curve"])
+    ks = powers_of_two(kmax)
+    for k in ks:
+        m[metric_key(PROBE, f"pass@{k}")] = row["curve"][k - 1]
+        if row.get("answer_curve"):
+            m[metric_key(PROBE, "answer", f"pass@{k}")] = row["answer_curve"][k - 1]
+        if row.get("strict_curve"):
+            m[metric_key(PROBE, "strict", f"pass@{k}")] = row["strict_curve"][k - 1]
+            if row.get("answer_curve"):
+                m[metric_key(PROBE, "gap", f"pass@{k}")] = (row["answer_curve"][k - 1]
+                                                            - row["strict_curve"][k - 1])
+    m[metric_key(PROBE, "pass@n")] = row["curve"][-1]
+    m[metric_key(PROBE, "solvable")] = row["solvable"]
+    m[metric_key(PROBE, "strict_is_headline")] = int(row.get("metric") == "strict")
+    if "saturated" in row:
+        m[metric_key(PROBE, "saturated")] = int(bool(row["saturated"]))
+    for share in ("boxed_share", "truncated_share"):
+        if row.get(share) is not None:
+            m[metric_key(PROBE, share)] = row[share]
+    metric = row.get("metric", "answer")
+    for tag, g in _tagged(row):
+        gk = len(g["curve"])
+        for k in powers_of_two(gk):
+            m[metric_key(PROBE, tag, metric, f"pass@{k}")] = g["curve"][k - 1]
+        m[metric_key(PROBE, tag, metric, "pass@n")] = g["pass@n"]
+        m[metric_key(PROBE, tag, metric, "saturated")] = int(bool(g.get("saturated")))
+        if metric == "strict":
+            m[metric_key(PROBE, tag, "answer", "pass@1")] = g["answer_pass@1"]
+            m[metric_key(PROBE, tag, "answer", "pass@n")] = g["answer_pass@n"]
+    return m
+
+
+def _compared_metrics(row: dict[str, Any], prefix: str,
+                      base_curve: list[float] | None) -> dict[str, Any]:
+    """Against the base: Δ at every power of two, lost, gained, the crossing (checkpoint or null)."""
+    m: dict[str, Any] = {}
+    if base_curve is not None:
+        for k in powers_of_two(min(len(base_curve), len(row["curve"]))):
+            m[metric_key(prefix, "delta", f"pass@{k}")] = row["curve"][k - 1] - base_curve[k - 1]
+    for tag in ("1", "n"):
+        m[metric_key(prefix, "delta", f"pass@{tag}")] = row[f"delta_pass@{tag}"]
+        m[metric_key(prefix, "delta", f"pass@{tag}_ci_low")] = row[f"delta_pass@{tag}_ci_low"]
+        m[metric_key(prefix, "delta", f"pass@{tag}_ci_high")] = row[f"delta_pass@{tag}_ci_high"]
+        if f"answer_delta_pass@{tag}" in row:
+            m[metric_key(prefix, "answer", "delta", f"pass@{tag}")] = row[f"answer_delta_pass@{tag}"]
+    m[metric_key(prefix, "lost")] = row["lost"]
+    m[metric_key(prefix, "gained")] = row["gained"]
+    for k in ("answer_lost", "answer_gained"):
+        if k in row:
+            m[metric_key(prefix, "answer", k.split("_")[1])] = row[k]
+    for k in ("crossing_k", "crossing_k_ci_low", "crossing_k_ci_high", "crossing_share"):
+        if _finite(row.get(k)):  # an interval open beyond n (inf) is left out
+            m[metric_key(prefix, k)] = row[k]
+    metric = row.get("metric", "answer")
+    for tag, g in _tagged(row):
+        for t in ("1", "n"):
+            if f"delta_pass@{t}" in g:
+                m[metric_key(prefix, tag, metric, "delta", f"pass@{t}")] = g[f"delta_pass@{t}"]
+        for k in ("lost", "gained"):
+            if k in g:
+                m[metric_key(prefix, tag, metric, k)] = g[k]
+    return m

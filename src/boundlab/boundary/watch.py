@@ -69,6 +69,9 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
                 print(f"[boundlab] watch timed out after {timeout_s:.0f} s", flush=True)
                 break
             time.sleep(poll_s)
+        from boundlab.boundary.rows import summary_lines
+
+        print("\n".join(summary_lines(tracker.rows)), flush=True)
         return tracker.rows
     finally:
         logger.finish()

@@ -1,4 +1,10 @@
-"""`probe.py`: compose config -> task, verifier, store, sampler -> probe -> files, summary, W&B."""
+"""`probe.py`: compose config -> task, verifier, store, sampler -> probe -> files, summary, W&B.
+
+Where the verifier checks traces (`c_strict`), strict pass@k is the headline: the console leads with
+it and `probe/pass@k` holds it; answer-only pass@k sits beside it (`probe/answer/pass@k`, the
+`answer-only` column) with the gap. passk.csv stays answer-only and passk_strict.csv strict, as
+before. With `task.group_by`, the summary and W&B (`probe/<tag>/<metric>/pass@k`) break down by tag.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from typing import Any
 
 from boundlab.config import to_dict
 from boundlab.probe.answer_stats import summary_lines
+from boundlab.probe.compare import ANSWER, STRICT, group_stats, headline_metric, saturation, view
 from boundlab.probe.curves import write_passk_csv, write_problems_csv
 from boundlab.probe.estimator import powers_of_two
 from boundlab.probe.runner import (ProbeResult, export_prompts, probe_model, score_samples_file)
@@ -56,8 +63,9 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
             result, model_name = _probe_model(cfg, task, verifier, store)
         logger = build_logger(cfg.logger, run_dir, to_dict(cfg))
         write_outputs(result, run_dir, title=f"{model_name} on {task.name}")
-        log_probe(logger, result, step=0, run_dir=run_dir)
-        print_summary(result, store.path, None if cfg.samples else cfg.probe.max_new_tokens)
+        log_probe(logger, result, step=0, run_dir=run_dir, task=task, ci=cfg.probe.ci)
+        print_summary(result, store.path, None if cfg.samples else cfg.probe.max_new_tokens, task,
+                      cfg.probe.ci)
         return result
     finally:
         verifier.close()
@@ -106,25 +114,48 @@ def write_outputs(result: ProbeResult, run_dir: Path, title: str, prefix: str = 
     return files
 
 
-def passk_metrics(result: ProbeResult, prefix: str = PROBE) -> dict[str, float]:
-    cur = result.curve
+def _groups(result: ProbeResult, task: Task | None, ci: float) -> dict[str, dict[str, Any]]:
+    """{tag: group_stats} by task.group_by, on the headline metric; {} without group_by."""
+    if task is None or not task.group_by:
+        return {}
+    import numpy as np
+
+    sub = task.with_problems([task.by_id(pid) for pid in result.problem_ids])
+    return {tag: group_stats(result, headline_metric(result), np.asarray(idx), ci, 1000)
+            for tag, idx in sub.groups().items()}
+
+
+def passk_metrics(result: ProbeResult, prefix: str = PROBE,
+                  groups: dict[str, dict[str, Any]] | None = None) -> dict[str, float]:
+    metric = headline_metric(result)
+    cur, c = view(result, metric)
     m = {passk_key(k, prefix): cur.at(k) for k in powers_of_two(cur.kmax)}
     m[metric_key(prefix, "pass@n")] = cur.at(cur.kmax)
     m[metric_key(prefix, "n")] = cur.kmax
-    m[metric_key(prefix, "solvable")] = len(result.solvable)
+    m[metric_key(prefix, "solvable")] = int((c > 0).sum())
     m[metric_key(prefix, "problems")] = len(result.problem_ids)
+    m[metric_key(prefix, "strict_is_headline")] = int(metric == STRICT)
+    m[metric_key(prefix, "saturated")] = int(saturation(cur)["saturated"])
     if result.answers is not None:
         m[metric_key(prefix, "boxed_share")] = result.answers.boxed_share
         m[metric_key(prefix, "truncated_share")] = result.answers.truncated_share
     if result.curve_strict is not None:
         for k in powers_of_two(cur.kmax):
             m[metric_key(prefix, "strict", f"pass@{k}")] = result.curve_strict.at(k)
+            m[metric_key(prefix, "answer", f"pass@{k}")] = result.curve.at(k)
+            m[metric_key(prefix, "gap", f"pass@{k}")] = result.curve.at(k) - result.curve_strict.at(k)
+    for tag, g in (groups or {}).items():
+        tag = str(tag).replace("/", "_")
+        for k in powers_of_two(len(g["curve"])):
+            m[metric_key(prefix, tag, metric, f"pass@{k}")] = g["curve"][k - 1]
+        m[metric_key(prefix, tag, metric, "saturated")] = int(g["saturated"])
     return m
 
 
-def log_probe(logger: Any, result: ProbeResult, step: int, run_dir: Path) -> None:
+def log_probe(logger: Any, result: ProbeResult, step: int, run_dir: Path, task: Task | None = None,
+              ci: float = 0.95) -> None:
     logger.define_step_metric(PROBE, PROBE_STEP)
-    metrics = passk_metrics(result)
+    metrics = passk_metrics(result, groups=_groups(result, task, ci))
     metrics[PROBE_STEP] = step
     logger.log(metrics)
     cur = result.curve
@@ -140,23 +171,53 @@ def log_probe(logger: Any, result: ProbeResult, step: int, run_dir: Path) -> Non
     logger.update_summary(metrics)
 
 
-def print_summary(result: ProbeResult, store_path: Path, max_new_tokens: int | None = None) -> None:
-    cur = result.curve
+def print_summary(result: ProbeResult, store_path: Path, max_new_tokens: int | None = None,
+                  task: Task | None = None, ci: float = 0.95) -> None:
+    metric = headline_metric(result)
+    cur, c = view(result, metric)
     ks = powers_of_two(cur.kmax)
     print()
     print(f"probe: {result.model_name} on {result.task_name}: {len(result.problem_ids)} problems, "
           f"n = {cur.kmax} samples each")
+    if metric == STRICT:
+        print("  headline: strict pass@k (right answer and a valid trace); answer-only beside it, "
+              "with the gap (answer-only - strict)")
     for note in result.notes:
         print(f"  note: {note}")
     width = max(len(f"pass@{k}") for k in ks)
+    pct = f"{round(ci * 100):d}% CI"
+    if metric == STRICT:
+        print(f"  {'':>{width}}  {'strict':>6}  [{pct:^14}]  answer-only     gap")
     for k in ks:
         i = k - 1
         line = (f"  {f'pass@{k}':>{width}}  {cur.pass_at_k[i]:.4f}  "
                 f"[{cur.ci_low[i]:.4f}, {cur.ci_high[i]:.4f}]")
-        if result.curve_strict is not None:
-            line += f"   valid-trace {result.curve_strict.pass_at_k[i]:.4f}"
+        if metric == STRICT:
+            a = result.curve.pass_at_k[i]
+            line += f"       {a:.4f}  {a - cur.pass_at_k[i]:+.4f}"
         print(line)
-    print(f"  solvable (c > 0): {len(result.solvable)} of {len(result.problem_ids)}")
+    _, ac = view(result, ANSWER)
+    solv = f"  solvable (c > 0): {int((c > 0).sum())} of {len(result.problem_ids)}"
+    if metric == STRICT:
+        solv += f" with a valid trace, {int((ac > 0).sum())} answer-only"
+    print(solv)
+    sat = saturation(cur)
+    if sat["saturated"]:
+        print(f"  saturated: every problem is solved within n = {cur.kmax} samples, so pass@{cur.kmax} "
+              f"= 1 and its interval collapses; 95% upper bound on the share of problems this model "
+              f"cannot solve: 3/P = {sat['rule_of_three']:.3f} (rule of three)")
+    groups = _groups(result, task, ci)
+    if groups:
+        print(f"  by {task.group_by} ({metric} pass@1 and pass@{cur.kmax}, {pct}):")
+        for tag, g in groups.items():
+            line = (f"    {tag:>6} ({g['problems']:>4})  {g['pass@1']:.4f} [{g['pass@1_ci_low']:.3f}, "
+                    f"{g['pass@1_ci_high']:.3f}]  {g['pass@n']:.4f} [{g['pass@n_ci_low']:.3f}, "
+                    f"{g['pass@n_ci_high']:.3f}]")
+            if metric == STRICT:
+                line += f"  answer-only {g['answer_pass@1']:.4f} {g['answer_pass@n']:.4f}"
+            if g["saturated"]:
+                line += f"  SATURATED (3/P = {g['rule_of_three']:.3f})"
+            print(line)
     for line in summary_lines(result.answers, max_new_tokens):
         print(line)
     if result.new_samples:

@@ -25,12 +25,17 @@ class ProbeSpec:
     seed: int
     bootstrap_iters: int = 1000
     ci: float = 0.95
+    # The base-vs-base null's sampling seed, seed + probe.null_seed_offset (None: no null probe).
+    # The seed is part of the store's probe key, so the null never reads back the base's samples.
+    null_seed: int | None = None
 
     @classmethod
     def from_config(cls, probe_cfg: Any) -> "ProbeSpec":
         """From the `probe` config group (validated before: see boundlab.validate)."""
         return cls(n=int(probe_cfg.n), gen=gen_settings(probe_cfg), seed=int(probe_cfg.seed),
-                   bootstrap_iters=int(probe_cfg.bootstrap_iters), ci=float(probe_cfg.ci))
+                   bootstrap_iters=int(probe_cfg.bootstrap_iters), ci=float(probe_cfg.ci),
+                   null_seed=None if getattr(probe_cfg, "null_seed_offset", None) is None
+                   else int(probe_cfg.seed) + int(probe_cfg.null_seed_offset))
 
 
 def gen_settings(p: Any) -> GenSettings:

@@ -4,10 +4,9 @@ Every number of `report.md` is computed here, in `boundlab.report.perplexity` or
 `boundlab.probe`, never inline in the report writer, so each has a unit test.
 
 Departures from the paper, and why:
-- The crossing k gets a confidence interval: problems are resampled (the same indices for both
-  models), both mean curves recomputed, and the crossing found again. A resample whose curves never
-  cross by n counts as a crossing beyond n (+inf), one where the model is not above the base even
-  at k = 1 counts as k = 1, so the interval's bounds are order statistics, not interpolated.
+- The crossing k gets a confidence interval (`boundlab.probe.compare.crossing_with_ci`, shared
+  with boundary tracking): problems are resampled (the same indices for both models), both mean
+  curves recomputed, and the crossing found again.
 - dSE uses k = min(dse_k, n): with fewer than 256 samples the gap is reported at n, and says so.
 """
 
@@ -20,7 +19,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from boundlab.probe.compare import compare, crossing_k
+from boundlab.probe.compare import (CROSSES, NO_CROSSING, NOT_ABOVE_AT_1, Crossing,  # noqa: F401
+                                    compare, crossing_k, crossing_with_ci)
 from boundlab.probe.curves import Curve, compute_curve
 from boundlab.probe.estimator import bootstrap_diff_ci, powers_of_two
 from boundlab.probe.runner import ProbeResult
@@ -171,70 +171,8 @@ def delta_se(base_pp: np.ndarray, model_pp: np.ndarray, k: int = 256, iters: int
 
 
 # -- crossing k ---------------------------------------------------------------------------------
-CROSSES, NO_CROSSING, NOT_ABOVE_AT_1 = "crosses", "no_crossing", "not_above_at_1"
-
-
-@dataclass
-class Crossing:
-    # crosses: the model starts above the base and falls strictly below it at k (interpolated);
-    # no_crossing: it stays above up to n; not_above_at_1: it is not above the base even at k = 1.
-    status: str
-    k: float | None
-    ci_low: float
-    ci_high: float  # +inf: some resamples do not cross by n
-    n: int
-    # Share of bootstrap resamples whose curves cross by n (not above at k = 1 counts as 1).
-    p_cross: float
-    # not_above_at_1 only: the model rises above the base at some larger k (the reverse order).
-    above_later: bool = False
-
-    def describe(self, ci: float = 0.95) -> str:
-        pct = f"{round(ci * 100):d}%"
-        hi = f"> {self.n}" if math.isinf(self.ci_high) else f"{self.ci_high:.1f}"
-        lo = f"> {self.n}" if math.isinf(self.ci_low) else f"{self.ci_low:.1f}"
-        if self.status == CROSSES:
-            return f"k ≈ {self.k:.1f} ({pct} CI {lo} to {hi})"
-        if self.status == NO_CROSSING:
-            return (f"no crossing up to n = {self.n} (curves cross by n in "
-                    f"{self.p_cross:.0%} of bootstrap resamples)")
-        if self.above_later:
-            return (f"no crossing: the model starts at or below the base at k = 1 and rises above it "
-                    f"by k = {self.n} (the reverse of sharpening)")
-        return f"no crossing: the model is at or below the base at every k up to n = {self.n}"
-
-
-def _crossing_value(base: np.ndarray, model: np.ndarray) -> float:
-    k = crossing_k(base, model)
-    if k is not None:
-        return k
-    return 1.0 if model[0] - base[0] <= 0 else math.inf
-
-
-def crossing_with_ci(base_pp: np.ndarray, model_pp: np.ndarray, iters: int = 1000,
-                     ci: float = 0.95, seed: int = 0) -> Crossing:
-    """The crossing k of the mean curves (`boundary.crossing_k`, interpolated in log2 k on the
-    difference) over k = 1..min(n_base, n_model), with a percentile bootstrap CI over problems."""
-    base_pp, model_pp = np.asarray(base_pp, float), np.asarray(model_pp, float)
-    if base_pp.shape[0] != model_pp.shape[0] or base_pp.shape[0] == 0:
-        raise ValueError("the crossing needs the same (non-empty) problem set for base and model")
-    kmax = min(base_pp.shape[1], model_pp.shape[1])
-    base_pp, model_pp = base_pp[:, :kmax], model_pp[:, :kmax]
-    b_mean, m_mean = base_pp.mean(axis=0), model_pp.mean(axis=0)
-    k = crossing_k(b_mean, m_mean)
-    d = m_mean - b_mean
-    status = CROSSES if k is not None else (NOT_ABOVE_AT_1 if d[0] <= 0 else NO_CROSSING)
-    p = base_pp.shape[0]
-    rng = np.random.default_rng(seed)
-    vals = np.empty(iters, dtype=np.float64)
-    for i in range(iters):
-        w = np.bincount(rng.integers(0, p, size=p), minlength=p).astype(np.float64) / p
-        vals[i] = _crossing_value(w @ base_pp, w @ model_pp)
-    vals.sort()
-    alpha = 1 - ci
-    lo = vals[min(iters - 1, int(math.floor(alpha / 2 * iters)))]
-    hi = vals[max(0, int(math.ceil((1 - alpha / 2) * iters)) - 1)]
-    return Crossing(status, k, float(lo), float(hi), kmax, float(np.isfinite(vals).mean()),
-                    bool(status == NOT_ABOVE_AT_1 and np.any(d > 0)))
+# One implementation, in boundlab.probe.compare, used by the report and by boundary tracking.
+# (imported above: Crossing, crossing_with_ci and the status names).
 
 
 # -- checkpoints --------------------------------------------------------------------------------
@@ -335,7 +273,8 @@ def _tag_sort_key(t: str) -> tuple:
 def breakdown(ids: Sequence[str], tags: Mapping[str, str], per_problem: np.ndarray,
               c: Sequence[int] | None = None) -> list[dict[str, Any]]:
     """pass@1 and pass@n (the last column of the problems x n matrix) per tag, with the number of
-    problems and, given `c`, the solvable problems."""
+    problems, whether the tag is saturated (pass@n = 1) with its rule-of-three bound min(1, 3/P),
+    and, given `c`, the solvable problems."""
     per_problem = np.asarray(per_problem, float)
     groups: dict[str, list[int]] = {}
     for i, pid in enumerate(ids):
@@ -343,8 +282,12 @@ def breakdown(ids: Sequence[str], tags: Mapping[str, str], per_problem: np.ndarr
     rows = []
     for tag in sorted(groups, key=_tag_sort_key):
         idx = np.array(groups[tag])
+        passn = float(per_problem[idx, -1].mean())
+        # Saturated: every problem of the tag solved at k = n; the rule of three bounds the rest.
+        sat = passn >= 1.0 - 1e-12
         row = {"tag": tag, "problems": len(idx), "pass@1": float(per_problem[idx, 0].mean()),
-               "pass@n": float(per_problem[idx, -1].mean())}
+               "pass@n": passn, "saturated": sat,
+               "rule_of_three": min(1.0, 3.0 / len(idx)) if sat else None}
         if c is not None:
             row["solvable"] = int(np.sum(np.asarray(c)[idx] > 0))
         rows.append(row)

@@ -36,8 +36,12 @@ def _header(r: Report, d: Doc) -> None:
           f"{cfg.ci:.0%} percentile bootstrap over problems ({cfg.bootstrap_iters} resamples, seed "
           f"{cfg.seed}). Numbers come from the probe store `{r.store.path}`; nothing was re-sampled. "
           f"Written {time.strftime('%Y-%m-%d %H:%M:%S')}.")
+    if r.metric == "strict":
+        d.add("**Headline metric: strict pass@k**: a sample counts only with the right answer *and* a "
+              "valid chain of thought. Every pass@k, Δ, coverage cell, crossing and ΔSE below is "
+              "strict; answer-only pass@k is shown beside it (section 1) with the gap.")
     rows = []
-    for p in [r.base, *r.models]:
+    for p in [r.base, *r.models]:  # pass@1, pass@n: the headline metric
         e = p.entry
         rows.append([e.label, e.model_name, e.key, e.source, p.summary.n, p.summary.problems,
                      p.summary.pass1, p.summary.passn, p.summary.solvable])
@@ -76,6 +80,7 @@ def build(cfg: Any, out: Path, store: Store) -> tuple[Report, Doc]:
         r.summary[f"report/{lab}/crossing_k"] = vs.crossing.k
     r.summary["report/base/pass@1"] = r.base.summary.pass1
     r.summary["report/base/pass@n"] = r.base.summary.passn
+    r.summary["report/metric_is_strict"] = int(r.metric == "strict")
     return r, d
 
 

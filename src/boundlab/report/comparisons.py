@@ -5,6 +5,12 @@ pass@k summary on them, and each model against the base (coverage, crossing k wi
 For every training run, each probed checkpoint against the base: the row boundary tracking wrote
 for it, from the same function (`boundlab.probe.compare.compare`, via `analysis.checkpoint_row`).
 
+The headline metric is strict pass@k (right answer and a valid trace) when the store knows it for the
+base and every model (`c_strict`), else answer-only; every section reads `Probe.c` and
+`Probe.summary`, which hold the headline, and `Probe.answer` holds answer-only pass@1 and pass@n
+beside it. A run whose tracker probed a base-vs-base null (`probe.null_seed_offset`) gets it compared with
+the base like a checkpoint (`RunProgress.null`): the chance level of every Δ, lost and gained.
+
 A probe's summary is computed once per probe key: a run's final checkpoint is both a model and the
 last point of its progression. Every bootstrap is seeded by itself, so the order in which these
 are computed does not change a number.
@@ -19,6 +25,8 @@ from typing import Any
 import numpy as np
 
 from boundlab.config import ConfigError
+from boundlab.probe.compare import ANSWER, STRICT
+from boundlab.probe.estimator import pass_at_k_curve
 from boundlab.probe.store import ProblemCounts, Store
 from boundlab.report import analysis as A
 from boundlab.report.inputs import Entry, Inputs, resolve_inputs, resolve_task
@@ -30,11 +38,13 @@ def log(msg: str) -> None:
 
 @dataclass
 class Probe:
-    """One probe's counts on the report's problems, and its pass@k summary."""
+    """One probe's counts on the report's problems (headline metric), and its pass@k summary."""
     entry: Entry
     n: np.ndarray
     c: np.ndarray
     summary: A.Summary
+    # Answer-only (pass@1, pass@n) at the summary's n; the same as the summary's under answer.
+    answer: tuple[float, float] = (float("nan"), float("nan"))
 
 
 @dataclass
@@ -52,6 +62,8 @@ class RunProgress:
     algo: str
     # (step, probe key, analysis.checkpoint_row(...)) of every checkpoint probed on all problems.
     checkpoints: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
+    # (seed, probe key, analysis.checkpoint_row(...)) of the base-vs-base null, when it has one.
+    null: tuple[Any, str, dict[str, Any]] | None = None
 
 
 @dataclass
@@ -73,6 +85,8 @@ class Report:
     tags: dict[str, dict[str, str]] = field(default_factory=dict)
     # W&B run summary (sections may add to it).
     summary: dict[str, Any] = field(default_factory=dict)
+    # strict (right answer, valid trace) or answer: what every pass@k of the report counts.
+    metric: str = "answer"
 
     def pairs(self) -> list[tuple[Probe, VsBase]]:
         return list(zip(self.models, self.vs_base))
@@ -82,10 +96,29 @@ def _counts(store: Store, key: str, n_max: int | None) -> dict[str, ProblemCount
     return {pc.problem_id: pc for pc in store.counts(key, n_max=n_max)}
 
 
-def _probe(cfg: Any, entry: Entry, counts: dict[str, ProblemCounts], ids: list[str]) -> Probe:
+def _strict_known(counts: dict[str, ProblemCounts], ids: list[str]) -> bool:
+    return all(counts[p].c_strict is not None for p in ids)
+
+
+def _arrays(counts: dict[str, ProblemCounts], ids: list[str], metric: str
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(n, headline c, answer-only c) in the order of ids."""
     n = np.array([counts[p].n for p in ids], dtype=np.int64)
-    c = np.array([counts[p].c for p in ids], dtype=np.int64)
-    return Probe(entry, n, c, A.summarize(n, c, cfg.bootstrap_iters, cfg.ci, cfg.seed))
+    ca = np.array([counts[p].c for p in ids], dtype=np.int64)
+    c = np.array([counts[p].c_strict for p in ids], dtype=np.int64) if metric == STRICT else ca
+    return n, c, ca
+
+
+def _answer(n: np.ndarray, ca: np.ndarray) -> tuple[float, float]:
+    k = int(n.min())
+    curve = pass_at_k_curve(n, ca, k)
+    return float(curve[0]), float(curve[-1])
+
+
+def _probe(cfg: Any, entry: Entry, counts: dict[str, ProblemCounts], ids: list[str],
+           metric: str = "answer") -> Probe:
+    n, c, ca = _arrays(counts, ids, metric)
+    return Probe(entry, n, c, A.summarize(n, c, cfg.bootstrap_iters, cfg.ci, cfg.seed), _answer(n, ca))
 
 
 def vs_base(cfg: Any, ids: list[str], base: Probe, p: Probe) -> VsBase:
@@ -96,7 +129,7 @@ def vs_base(cfg: Any, ids: list[str], base: Probe, p: Probe) -> VsBase:
 
 
 def progression(cfg: Any, store: Store, inputs: Inputs, ids: list[str], base: Probe,
-                known: dict[str, Probe]) -> tuple[list[RunProgress], list[str]]:
+                known: dict[str, Probe], metric: str = "answer") -> tuple[list[RunProgress], list[str]]:
     """Every run's checkpoints against the base, and the notes the progression section shows."""
     runs, notes = [], []
     for run in inputs.runs:
@@ -104,20 +137,29 @@ def progression(cfg: Any, store: Store, inputs: Inputs, ids: list[str], base: Pr
             notes.append(f"Note: run {run.path} started from another base probe ({run.base_key}); "
                          f"its deltas below are still against this report's base.")
         rp = RunProgress(run.label, run.algo)
-        for step, key in run.checkpoints():
+        todo = [(step, key, f"step {step}") for step, key in run.checkpoints()]
+        if run.null is not None:
+            todo.insert(0, (None, run.null[0], f"null (base, seed {run.null[1]})"))
+        for step, key, what in todo:
             if key in known:
                 n, c, s = known[key].n, known[key].c, known[key].summary
             else:
                 counts = _counts(store, key, cfg.n)
                 if store.probe_info(key) is None or any(pid not in counts for pid in ids):
-                    notes.append(f"Note: {run.label} step {step}: probe {key} lacks some of the "
+                    notes.append(f"Note: {run.label} {what}: probe {key} lacks some of the "
                                  f"report's problems in this store; left out.")
                     continue
-                n = np.array([counts[p].n for p in ids], dtype=np.int64)
-                c = np.array([counts[p].c for p in ids], dtype=np.int64)
+                if metric == STRICT and not _strict_known(counts, ids):
+                    notes.append(f"Note: {run.label} {what}: probe {key} has no strict counts; "
+                                 f"left out of this strict report.")
+                    continue
+                n, c, _ = _arrays(counts, ids, metric)
                 s = A.summarize(n, c, cfg.bootstrap_iters, cfg.ci, cfg.seed)
             row = A.checkpoint_row(base.summary, s, base.c, c, ids, cfg.bootstrap_iters)
-            rp.checkpoints.append((step, key, row))
+            if step is None:
+                rp.null = (run.null[1], key, row)
+            else:
+                rp.checkpoints.append((step, key, row))
         runs.append(rp)
     return runs, notes
 
@@ -143,23 +185,28 @@ def compute(cfg: Any, store: Store) -> Report:
                          f"(task fingerprint {e.task_fp} vs {inputs.base.task_fp})")
     task, tnotes = resolve_task(cfg, inputs, store, ids)
     notes += tnotes
-    base = _probe(cfg, inputs.base, counts[inputs.base.key], ids)
-    models = [_probe(cfg, e, counts[e.key], ids) for e in inputs.models]
+    metric = STRICT if all(_strict_known(counts[e.key], ids) for e in entries) else ANSWER
+    base = _probe(cfg, inputs.base, counts[inputs.base.key], ids, metric)
+    models = [_probe(cfg, e, counts[e.key], ids, metric) for e in inputs.models]
     ns = {p.summary.n for p in [base, *models]}
     if len(ns) > 1:
         notes.append(f"samples per problem differ between probes ({sorted(ns)}): each curve runs to "
                      f"its own n, and comparisons use the smaller n")
     metas = {pid: task.by_id(pid).meta for pid in ids}
+    fields = list(cfg.breakdown) if cfg.breakdown is not None else None
+    if fields is None and getattr(task, "group_by", None):
+        fields = [task.group_by]  # the task's own breakdown (the toy world: tier)
     try:  # checked before any model work: a wrong field name fails fast
-        tags = A.problem_tags(metas, list(cfg.breakdown) if cfg.breakdown is not None else None)
+        tags = A.problem_tags(metas, fields)
     except ValueError as e:
         raise ConfigError(str(e)) from None
     log(f"{len(models)} model(s) against the base on {len(ids)} problems "
         f"(read in {time.time() - t0:.1f} s)")
     t1 = time.time()
     known = {p.entry.key: p for p in [base, *models]}
-    runs, run_notes = progression(cfg, store, inputs, ids, base, known)
+    runs, run_notes = progression(cfg, store, inputs, ids, base, known, metric)
     report = Report(cfg, store, inputs, ids, task, base, models,
-                    [vs_base(cfg, ids, base, p) for p in models], runs, run_notes, notes, tags)
+                    [vs_base(cfg, ids, base, p) for p in models], runs, run_notes, notes, tags,
+                    metric=metric)
     log(f"comparisons against the base in {time.time() - t1:.1f} s")
     return report

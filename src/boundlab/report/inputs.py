@@ -34,6 +34,12 @@ class RunDir:
     def base_key(self) -> str | None:
         return next((r["probe_key"] for r in self.rows if r.get("kind") == "base"), None)
 
+    @property
+    def null(self) -> tuple[str, Any] | None:
+        """(probe key, sampling seed) of the run's base-vs-base null probe (`probe.null_seed_offset`)."""
+        r = next((r for r in self.rows if r.get("kind") == "null"), None)
+        return None if r is None else (r["probe_key"], r.get("seed"))
+
     def checkpoints(self) -> list[tuple[int, str]]:
         """(step, probe key) of every probed checkpoint, by step (the last probe of a step wins)."""
         by_step = {int(r["step"]): r["probe_key"] for r in self.rows if r.get("kind") == "checkpoint"}

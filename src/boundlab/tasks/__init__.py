@@ -27,6 +27,8 @@ def build_task(cfg: Any) -> Task:
         task.system = system or None
     if getattr(cfg, "verifier", None):
         task.verifier = cfg.verifier
+    if getattr(cfg, "group_by", None):
+        task.group_by = str(cfg.group_by)
     limit = getattr(cfg, "limit", None)
     if limit:
         task = task.with_problems(task.problems[: int(limit)])

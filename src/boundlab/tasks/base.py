@@ -37,7 +37,8 @@ class Task:
     chat: bool = False
     # Optional system message used with the chat template.
     system: str | None = None
-    # The `Problem.meta` key every table and plot breaks down by (e.g. "tier"), or None.
+    # The Problem.meta key every boundary table and plot breaks down by (the toy world: "tier");
+    # None = no breakdown. It changes no sample or verdict, so it is not in the fingerprint.
     group_by: str | None = None
 
     def __post_init__(self) -> None:
@@ -67,6 +68,21 @@ class Task:
         text = self.template.replace("{question}", problem.question)
         return ([{"role": "system", "content": self.system}] if self.system else []) + \
             [{"role": "user", "content": text}]
+
+    def groups(self) -> dict[str, list[int]]:
+        """{tag: problem indices} by `group_by`, tags in first-seen order; {} without group_by.
+        Every problem must carry the key (a ValueError names one that does not)."""
+        if not self.group_by:
+            return {}
+        from boundlab.config import ConfigError  # a user error: one line, exit 2 (boundlab.cli)
+
+        out: dict[str, list[int]] = {}
+        for i, p in enumerate(self.problems):
+            if self.group_by not in p.meta or p.meta[self.group_by] is None:
+                raise ConfigError(f"task.group_by={self.group_by}: problem {p.problem_id!r} of task "
+                                  f"{self.name!r} has no meta[{self.group_by!r}] to group by")
+            out.setdefault(str(p.meta[self.group_by]), []).append(i)
+        return out
 
     def render(self, problem: Problem, tokenizer: Any = None) -> str:
         """The exact prompt string a sampler feeds the model."""

@@ -139,3 +139,69 @@ def plot_boundary(
     ax.set_title(title or f"Reasoning boundary over training (n = {n})")
     ax.legend(loc="best", frameon=False, ncols=2)
     return _save(fig, path)
+
+
+def plot_boundary_panels(
+    overall: Mapping[str, object],
+    path: str | os.PathLike,
+    n: int,
+    metric: str = "answer",
+    panels: Mapping[str, Mapping[str, object]] | None = None,
+    group_by: str | None = None,
+    xlabel: str = "training step",
+) -> Path:
+    """The boundary over training, all problems first and then one panel per group (tier).
+
+    Each panel (`overall` and each of `panels`) is a mapping with `steps`, `pass@1`, `pass@n`,
+    `base_pass@1`, `base_pass@n` and optionally `null_pass@1`, `null_pass@n` (the base probed again
+    with another seed: the chance band around the base), `saturated` and `problems`. The metric
+    (strict or answer-only) is named in the title and on the y axis.
+    """
+    items = [("all problems", overall)] + [(f"{group_by}={t}" if group_by else str(t), p)
+                                           for t, p in (panels or {}).items()]
+    cols = min(4, len(items))
+    rows = math.ceil(len(items) / cols)
+    fig = Figure(figsize=(3.6 * cols if cols > 1 else 6.4, 3.0 * rows + 0.9 if cols > 1 else 4.4),
+                 dpi=150, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
+    c1, cn = PALETTE[0], PALETTE[1]
+    name = "strict pass@k (right answer, valid trace)" if metric == "strict" else "pass@k (answer only)"
+    handles = None
+    for i, (title, p) in enumerate(items):
+        ax = axes[i // cols][i % cols]
+        ax.grid(True, which="major", alpha=0.35, linewidth=0.8)
+        ax.spines[["top", "right"]].set_visible(False)
+        steps = [float(s) for s in p["steps"]]
+        ax.plot(steps, _finite(p["pass@1"]), color=c1, marker="o", markersize=3.5, linewidth=1.6,
+                label="pass@1", zorder=3)
+        ax.plot(steps, _finite(p["pass@n"]), color=cn, marker="s", markersize=3.5, linewidth=1.6,
+                label=f"pass@{n}", zorder=3)
+        ax.axhline(float(p["base_pass@1"]), color=c1, linestyle="--", linewidth=1.2, alpha=0.8,
+                   label="base pass@1")
+        ax.axhline(float(p["base_pass@n"]), color=cn, linestyle="--", linewidth=1.2, alpha=0.8,
+                   label=f"base pass@{n}")
+        if p.get("null_pass@1") is not None:
+            ax.axhline(float(p["null_pass@1"]), color=c1, linestyle=":", linewidth=1.0, alpha=0.9,
+                       label="null (base, other seed) pass@1")
+            ax.axhline(float(p["null_pass@n"]), color=cn, linestyle=":", linewidth=1.0, alpha=0.9,
+                       label=f"null pass@{n}")
+        sub = title + (f" ({p['problems']} problems)" if p.get("problems") else "")
+        if p.get("saturated"):
+            sub += "\nbase saturated at k = n"
+        ax.set_title(sub, fontsize=9)
+        ax.set_ylim(-0.02, 1.02)
+        if i // cols == rows - 1:
+            ax.set_xlabel(xlabel)
+        if i % cols == 0:
+            ax.set_ylabel(name if len(items) == 1 else ("strict pass@k" if metric == "strict" else "pass@k"))
+        handles = ax.get_legend_handles_labels()
+    for j in range(len(items), rows * cols):
+        axes[j // cols][j % cols].set_visible(False)
+    if len(items) == 1:
+        axes[0][0].legend(loc="best", frameon=False, ncols=2, fontsize=8)
+        fig.suptitle(f"Reasoning boundary over training (n = {n})")
+    else:
+        fig.legend(*handles, loc="outside lower center", frameon=False, ncols=3, fontsize=8)
+        fig.suptitle(f"Reasoning boundary over training by {group_by}: {name}, n = {n}")
+    return _save(fig, path)

@@ -67,6 +67,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         print(f"[boundlab] ignoring incomplete checkpoint {bad} (killed mid-save)", flush=True)
 
     probe_task = load_task(cfg)
+    probe_task.groups()  # a group_by some problem lacks fails here, before any model work
     train_task = build_task(_with(cfg.task, split=cfg.train.train_split, limit=cfg.train.train_limit))
     store = Store(cfg.store.path)
     verifier = build_verifier(probe_task.verifier, **verifier_options(probe_task.verifier, cfg.verify))
@@ -136,9 +137,10 @@ def _relog_lost_probes(tracker: Any, run_dir: Path, run_id: str) -> None:
     try:
         run = read_offline_run(run_dir, run_id=run_id)
         logged = {int(h[PROBE_STEP]) for h in run.history if PROBE_STEP in h and "probe/pass@1" in h}
+        null_logged = any("probe/null/lost" in h for h in run.history)
     except Exception:  # noqa: BLE001 - nothing readable yet: every probe is missing
-        logged = set()
-    relogged = tracker.relog_missing(logged)
+        logged, null_logged = set(), False
+    relogged = tracker.relog_missing(logged, null_logged)
     if relogged:
         print(f"[boundlab] re-logged probes at steps {relogged} that the killed run had not flushed to W&B",
               flush=True)
@@ -172,19 +174,11 @@ def _destroy_process_group() -> None:
 
 
 def _print_boundary(tracker: Any) -> None:
-    rows = sorted(tracker.rows, key=lambda r: (r["kind"] != "base", r["step"]))
-    if not rows:
-        return
-    n = rows[0]["n"]
-    print(f"\nboundary (n = {n}, {rows[0]['problems']} problems):")
-    print(f"  {'step':>6}  {'pass@1':>7}  {'pass@' + str(n):>8}  {'d pass@1 [95% CI]':>26}  "
-          f"{'d pass@' + str(n) + ' [95% CI]':>26}  lost gained  crossing k")
-    for r in rows:
-        if r["kind"] == "base":
-            print(f"  {'base':>6}  {r['pass@1']:7.4f}  {r['pass@n']:8.4f}")
-            continue
-        d1 = f"{r['delta_pass@1']:+.4f} [{r['delta_pass@1_ci_low']:+.3f},{r['delta_pass@1_ci_high']:+.3f}]"
-        dn = f"{r['delta_pass@n']:+.4f} [{r['delta_pass@n_ci_low']:+.3f},{r['delta_pass@n_ci_high']:+.3f}]"
-        cross = "none" if r["crossing_k"] is None else f"{r['crossing_k']:.1f}"
-        print(f"  {r['step']:>6}  {r['pass@1']:7.4f}  {r['pass@n']:8.4f}  {d1:>26}  {dn:>26}  "
-              f"{r['lost']:>4} {r['gained']:>6}  {cross}")
+    """The boundary table (strict headline where known, answer-only beside it, the null, the
+    saturation flags and the per-group breakdown): boundlab.boundary.rows.summary_lines."""
+    from boundlab.boundary.rows import summary_lines
+
+    lines = summary_lines(tracker.rows)
+    if lines:
+        print()
+        print("\n".join(lines), flush=True)

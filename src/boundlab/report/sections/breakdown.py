@@ -20,8 +20,12 @@ def render(r: Report, d: Doc) -> None:
         rows = []
         for p in probes:
             for b in A.breakdown(r.ids, per, p.summary.per_problem, p.c):
-                rows.append([p.entry.label, b["tag"], b["problems"], b["solvable"], b["pass@1"], b["pass@n"]])
-        d.table(Table(f"breakdown_{f}", ["model", f, "problems", "solvable", "pass@1", "pass@n"], rows))
+                rows.append([p.entry.label, b["tag"], b["problems"], b["solvable"], b["pass@1"], b["pass@n"],
+                             b["saturated"], b["rule_of_three"]])
+        d.table(Table(f"breakdown_{f}", ["model", f, "problems", "solvable", "pass@1", "pass@n",
+                                         "saturated", "rule_of_three"], rows),
+                caption="saturated: every problem of the tag solved at k = n, so pass@n = 1 says only "
+                        "that the share it cannot solve is below rule_of_three = 3/P (95%).")
         order = [b["tag"] for b in A.breakdown(r.ids, per, r.base.summary.per_problem)]
         ns = {p.summary.n for p in probes}
         pn = f"pass@{ns.pop()}" if len(ns) == 1 else "pass@n"

@@ -35,6 +35,8 @@ def render(r: Report, d: Doc) -> None:
             caption="pass@k at powers of two (– where k > the model's n).")
     d.csv(Table("passk", ["model", "k", "pass@k", "ci_low", "ci_high"], long_rows))
     d.add("Every k with its interval: [passk.csv](passk.csv).")
+    _answer_only(r, d)
+    _saturation(r, d)
 
     d.add("### Crossing k",
           "The k at which the model's pass@k falls strictly below the base's (interpolated in log2 k on "
@@ -51,6 +53,32 @@ def render(r: Report, d: Doc) -> None:
     else:
         d.add("No models to compare.")
     _answer_rules(r, d)
+
+
+def _answer_only(r: Report, d: Doc) -> None:
+    """Under strict, answer-only pass@1 and pass@n beside it, with the gap (lucky or invalid
+    traces that still land on the right answer)."""
+    if r.metric != "strict":
+        return
+    rows = []
+    for p in [r.base, *r.models]:
+        s, (a1, an) = p.summary, p.answer
+        rows.append([p.entry.label, s.n, s.pass1, a1, a1 - s.pass1, s.passn, an, an - s.passn])
+    d.table(Table("strict_vs_answer", ["model", "n", "strict pass@1", "answer pass@1", "gap@1",
+                                       "strict pass@n", "answer pass@n", "gap@n"], rows),
+            caption="Strict (the headline) against answer-only; gap = answer-only − strict.")
+
+
+def _saturation(r: Report, d: Doc) -> None:
+    """A probe that solves every problem at k = n has pass@n = 1 and a [1, 1] interval: that is
+    saturation, not precision; the rule of three bounds what the n samples could not show."""
+    for p in [r.base, *r.models]:
+        s = p.summary
+        if s.problems and s.solvable == s.problems and s.passn >= 1 - 1e-12:
+            d.add(f"**Saturated: {p.entry.label}** solves all {s.problems} problems within n = {s.n} "
+                  f"samples, so its pass@{s.n} is 1 and any interval on it (or on a Δpass@{s.n} against "
+                  f"it) collapses: this is saturation, not precision. 95% upper bound on the share of "
+                  f"problems it cannot solve: 3/P = {min(1.0, 3 / s.problems):.3f} (rule of three).")
 
 
 def _answer_rules(r: Report, d: Doc) -> None:

@@ -19,7 +19,17 @@ def render(r: Report, d: Doc) -> None:
     for note in r.run_notes:
         d.add(note)
     rows, series = [], {}
+    nulls = [run for run in r.runs if run.null is not None]
+    if nulls:
+        d.add("A `null` row is the base probed again with another sampling seed (`probe.null_seed_offset`), "
+              "compared with the base exactly like a checkpoint: its Δ, lost and gained are what "
+              "sampling chance alone gives, the baseline for every checkpoint's.")
     for run in r.runs:
+        if run.null is not None:
+            seed, key, c = run.null
+            rows.append([run.label, run.algo, f"null (seed {seed})", key, c["n"], c["pass@1"],
+                         c["pass@1_ci_low"], c["pass@1_ci_high"], c["pass@n"], c["delta_pass@1"],
+                         c["delta_pass@n"], c["solvable"], c["lost"], c["gained"]])
         steps, p1, pn = [0], [base.pass1], [base.passn]
         for step, key, c in run.checkpoints:
             rows.append([run.label, run.algo, step, key, c["n"], c["pass@1"], c["pass@1_ci_low"],
