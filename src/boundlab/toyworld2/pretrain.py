@@ -124,7 +124,9 @@ def main(argv: list[str] | None = None) -> None:
 
     torch.set_num_threads(args.threads)
     tokenizer = build_tokenizer()
-    mix = world.BaseMix(**json.loads(args.mix.read_text())) if args.mix else world.BaseMix()
+    spec = json.loads(args.mix.read_text()) if args.mix else {}
+    corpus_tiers = spec.pop("corpus_tiers", None) or world.CORPUS_TIERS
+    mix = world.BaseMix(**spec)
     common = {"command": " ".join(["python -m boundlab.toyworld2.pretrain", *(argv or sys.argv[1:])]),
               "threads": args.threads, "torch": torch.__version__}
 
@@ -132,12 +134,13 @@ def main(argv: list[str] | None = None) -> None:
         torch.manual_seed(args.seed)
         model = build_model(tokenizer, max_positions=MAX_POSITIONS)
         partial = args.out / "base.partial"
-        info = train(model, tokenizer, world.Corpus(args.seed, mix), steps=args.steps,
+        info = train(model, tokenizer, world.Corpus(args.seed, mix, tiers=corpus_tiers),
+                     steps=args.steps,
                      batch_size=args.batch_size, lr=args.lr, warmup=100, seed=args.seed,
                      partial=partial, save_every=args.save_every, tag="base")
         info.update(common, role="base", mix={"default_prec": mix.default_prec,
                     "default_bracket": mix.default_bracket, "cells": mix.cells},
-                    corpus_tiers=world.CORPUS_TIERS,
+                    corpus_tiers=corpus_tiers,
                     params=sum(p.numel() for p in model.parameters()))
         save(model, tokenizer, args.out / "base", info)
         shutil.rmtree(partial, ignore_errors=True)
@@ -148,11 +151,11 @@ def main(argv: list[str] | None = None) -> None:
 
         model = AutoModelForCausalLM.from_pretrained(args.out / "base")
         partial = args.out / "teacher.partial"
-        info = train(model, tokenizer, world.Corpus(args.seed + 1, teacher=True),
+        info = train(model, tokenizer, world.Corpus(args.seed + 1, teacher=True, tiers=corpus_tiers),
                      steps=args.teacher_steps, batch_size=args.batch_size, lr=args.teacher_lr,
                      warmup=20, seed=args.seed + 1, partial=partial, save_every=args.save_every,
                      tag="teacher")
-        info.update(common, role="teacher", init="base", corpus_tiers=world.CORPUS_TIERS,
+        info.update(common, role="teacher", init="base", corpus_tiers=corpus_tiers,
                     params=sum(p.numel() for p in model.parameters()))
         save(model, tokenizer, args.out / "teacher", info)
         shutil.rmtree(partial, ignore_errors=True)
