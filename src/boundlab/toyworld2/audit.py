@@ -7,8 +7,8 @@ known, nonzero rate, and can no luck pass for reasoning?
 Printed and saved (JSON, `--out`; the shipped models' audit is `assets/audit.json`):
 
 1. decision rates per cell (kind/position/shape/left operand) with Clopper-Pearson 95% intervals,
-   against the design target (`TARGETS`): pass when the lower bound is > 0 and the rate is within 2x
-   of the target. `on_path` cells count only decisions whose earlier decisions were right (the second
+   against the corpus target (the cell's share in the base's corpus, from its train_info.json): pass
+   when the lower bound is > 0 and the rate is within 2x of the target. `on_path` cells count only decisions whose earlier decisions were right (the second
    decision *given* the first was right), which is what composition needs;
 2. composition: each H tier's measured strict pass@1 against the product of its cells' on-path rates
    and the measured clean-finish rate;
@@ -37,10 +37,11 @@ from boundlab.toyworld.measure import pass_at_k, sample
 from boundlab.toyworld2.paths import assets_dir, base_model_dir, teacher_model_dir
 from boundlab.toyworld2.task import toy2_problems
 from boundlab.toyworld2.verifier import judge
-from boundlab.toyworld2.world import TIERS, canonical_trace, prompt
+from boundlab.toyworld2.expr import Decision
+from boundlab.toyworld2.world import TIERS, BaseMix, canonical_trace, prompt
 
-# Design targets of the base's learned decision rates (what the corpus shares are calibrated to).
-TARGETS = {"prec": 0.09, "bracket": 0.008}
+# The corpus target of each decision cell is its share in the base's corpus (`world.BaseMix`, read
+# from the model's train_info.json): a base is fair when it samples what its corpus holds, within 2x.
 SUPPORT_TIERS = ("B3", "B4", "H2")
 MAX_NEW_TOKENS = 108
 
@@ -118,7 +119,22 @@ def _verdicts(model, tok, problems: list[Problem], n: int, seed: int) -> list[li
     return [[judge(p, t) for t in ts] for p, ts in zip(problems, texts)]
 
 
-def decision_rates(verdicts_by_problem: list[list]) -> dict[str, dict]:
+def corpus_mix(model_dir: Path) -> BaseMix:
+    """The BaseMix a model was pretrained on (its train_info.json), else the code's default."""
+    info = Path(model_dir) / "train_info.json"
+    if info.exists():
+        mix = json.loads(info.read_text()).get("mix")
+        if mix:
+            return BaseMix(**mix)
+    return BaseMix()
+
+
+def _target(cell: str, mix: BaseMix) -> float:
+    kind, pos, shape, left = cell.split("|")[0].split("/")
+    return mix.share(Decision(kind, int(pos), shape, left))
+
+
+def decision_rates(verdicts_by_problem: list[list], mix: BaseMix | None = None) -> dict[str, dict]:
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for vs in verdicts_by_problem:
         for v in vs:
@@ -129,7 +145,7 @@ def decision_rates(verdicts_by_problem: list[list]) -> dict[str, dict]:
     out = {}
     for cell, (k, n) in sorted(counts.items()):
         lo, hi = clopper_pearson(k, n)
-        target = TARGETS[cell.split("/")[0]]
+        target = _target(cell, mix or BaseMix())
         out[cell] = {"took": k, "n": n, "rate": k / n, "ci": [lo, hi], "target": target,
                      "ok": lo > 0 and target / 2 <= k / n <= 2 * target}
     return out
@@ -229,7 +245,8 @@ def run_audit(base: Path, teacher: Path | None, n: int = 256, per_tier: int = 50
     problems = toy2_problems("test", per_tier=per_tier)
     model, tok = _load(base)
     vs = _verdicts(model, tok, problems, n, seed)
-    rates = decision_rates([row for p, row in zip(problems, vs) if p.meta["tier"] != "X"])
+    rates = decision_rates([row for p, row in zip(problems, vs) if p.meta["tier"] != "X"],
+                           corpus_mix(base))
     tiers = tier_summary(problems, vs, n)
     res: dict = {"base": str(base), "n": n, "per_tier": per_tier, "seed": seed,
                  "decision_rates": rates, "tiers": tiers,
