@@ -160,3 +160,34 @@ def test_clopper_pearson_by_hand():
     assert a == pytest.approx(1 - d, abs=1e-12) and b == pytest.approx(1 - c, abs=1e-12)
     lo, hi = clopper_pearson(93, 1000)
     assert lo < 0.093 < hi and hi - lo == pytest.approx(0.0370, abs=0.001)
+
+
+def test_pretraining_resumes_bit_identical(tmp_path):
+    import torch
+
+    from boundlab.toyworld.model import build_model
+    from boundlab.toyworld2.pretrain import MAX_POSITIONS, train
+    from boundlab.toyworld2.tokenizer import build_tokenizer
+
+    tok = build_tokenizer()
+
+    def fresh():
+        torch.manual_seed(0)
+        return build_model(tok, hidden=32, layers=1, heads=2, intermediate=64,
+                           max_positions=MAX_POSITIONS)
+
+    kw = dict(batch_size=4, lr=1e-3, warmup=1, seed=0, log_every=1, micro=2)
+    whole = fresh()
+    train(whole, tok, W.Corpus(0), steps=4, partial=None, **kw)
+    # A run killed after step 2 (its partial state saved), then the same command again.
+    part = tmp_path / "base.partial"
+    first = fresh()
+    info1 = train(first, tok, W.Corpus(0), steps=2, partial=part, save_every=1, **kw)
+    assert info1["steps"] == 2 and (part / "state.pt").exists()
+    state = torch.load(part / "state.pt", weights_only=False)
+    assert state["step"] == 1  # the last save before the end (the end itself is the final model)
+    resumed = fresh()
+    info = train(resumed, tok, W.Corpus(0), steps=4, partial=part, save_every=1, **kw)
+    assert info["resumed_from"] >= 1
+    for (name, a), (_, b) in zip(whole.state_dict().items(), resumed.state_dict().items()):
+        assert torch.equal(a, b), name
