@@ -51,6 +51,14 @@ def encode_pairs(vocab: dict[str, int], pairs: list[tuple[str, str]], eos_id: in
     return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
 
+def lr_at(step: int, steps: int, lr: float, warmup: int) -> float:
+    """Linear warmup, then cosine down to 10% of `lr` (both worlds' pretraining)."""
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    t = (step - warmup) / max(1, steps - warmup)
+    return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
+
+
 def train(model, tokenizer, mix: world.Mix, *, steps: int, batch_size: int, lr: float,
           warmup: int, seed: int, log_every: int = 50, tag: str = "base") -> dict:
     torch.manual_seed(seed)
@@ -58,19 +66,13 @@ def train(model, tokenizer, mix: world.Mix, *, steps: int, batch_size: int, lr: 
     vocab = tokenizer.get_vocab()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
 
-    def lr_at(step: int) -> float:  # linear warmup, cosine down to 10%
-        if step < warmup:
-            return lr * (step + 1) / warmup
-        t = (step - warmup) / max(1, steps - warmup)
-        return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
-
     model.train()
     t0 = time.time()
     recent: list[float] = []
     history = []
     for step in range(steps):
         for g in opt.param_groups:
-            g["lr"] = lr_at(step)
+            g["lr"] = lr_at(step, steps, lr, warmup)
         batch = encode_pairs(vocab, corpus.batch(batch_size), tokenizer.eos_token_id,
                              tokenizer.pad_token_id)
         loss = model(**batch).loss
@@ -82,7 +84,8 @@ def train(model, tokenizer, mix: world.Mix, *, steps: int, batch_size: int, lr: 
         if (step + 1) % log_every == 0 or step + 1 == steps:
             avg = sum(recent) / len(recent)
             history.append({"step": step + 1, "loss": round(avg, 4)})
-            print(f"[{tag}] step {step + 1}/{steps} loss {avg:.4f} lr {lr_at(step):.2e} "
+            print(f"[{tag}] step {step + 1}/{steps} loss {avg:.4f} "
+                  f"lr {lr_at(step, steps, lr, warmup):.2e} "
                   f"{time.time() - t0:.0f}s", flush=True)
             recent = []
     model.eval()
@@ -91,11 +94,11 @@ def train(model, tokenizer, mix: world.Mix, *, steps: int, batch_size: int, lr: 
             "history": history}
 
 
-def save(model, tokenizer, out: Path, info: dict) -> None:
+def save(model, tokenizer, out: Path, info: dict, max_new_tokens: int = 32) -> None:
     out.mkdir(parents=True, exist_ok=True)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.max_new_tokens = 32
+    model.generation_config.max_new_tokens = max_new_tokens
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     (out / "train_info.json").write_text(json.dumps(info, indent=1) + "\n")

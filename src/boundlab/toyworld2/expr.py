@@ -169,16 +169,13 @@ def decision_at(state: State, fresh: frozenset[int], position: int,
     `fresh`: indices of tokens that are question numbers, not results."""
     c = canonical_move(state, hash_as_plus)
     if has_bracket(state):
-        kind = "bracket"
-        base_view = drop_brackets(state)
         # Bracket honoured is the only right move; a left-to-right or multiply-first solver that
         # drops the bracket goes wrong (the world keeps only such problems).
+        kind = "bracket"
+    elif c == ops_at(state)[0]:
+        return None
     else:
-        if c == ops_at(state)[0]:
-            return None
         kind = "prec"
-        base_view = state
-    del base_view
     nxt = c + 2
     chain = (nxt < len(state) and isinstance(state[nxt], str) and state[nxt] in PREC
              and PREC[state[nxt]] >= PREC[state[c]])
@@ -199,13 +196,20 @@ def canonical_path(question: str) -> tuple[tuple[Step, ...], tuple[Decision, ...
             decs.append(d)
         i = canonical_move(state)
         new, (x, op, y, r) = apply_move(state, i)
-        fresh = _shift_fresh(fresh, i, state, new)
+        fresh = shift_fresh(fresh, i, state, new)
         state = new
         steps.append(Step(x, op, y, r, state))
     return tuple(steps), tuple(decs)
 
 
-def _shift_fresh(fresh: frozenset[int], i: int, old: State, new: State) -> frozenset[int]:
+def fresh_in_view(state: State, view: State, fresh: frozenset[int]) -> frozenset[int]:
+    """Question-number positions of `state` carried to `view` (the same numbers, brackets dropped)."""
+    num_old = [i for i, t in enumerate(state) if isinstance(t, int)]
+    num_new = [i for i, t in enumerate(view) if isinstance(t, int)]
+    return frozenset(n for o, n in zip(num_old, num_new) if o in fresh)
+
+
+def shift_fresh(fresh: frozenset[int], i: int, old: State, new: State) -> frozenset[int]:
     """Question-number positions after a move at i (the result is not fresh). Brackets removed by
     the move shift positions too; recomputed by walking both states."""
     # Map surviving old number tokens to new positions in order, skipping the consumed x, y.

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import pickle
 import shutil
 import sys
@@ -26,19 +25,13 @@ from pathlib import Path
 import torch
 
 from boundlab.toyworld.model import build_model
-from boundlab.toyworld.pretrain import encode_pairs
+from boundlab.toyworld.pretrain import encode_pairs, lr_at
+from boundlab.toyworld.pretrain import save as _save
 from boundlab.toyworld2 import world
 from boundlab.toyworld2.paths import assets_dir
 from boundlab.toyworld2.tokenizer import build_tokenizer
 
 MAX_POSITIONS = 128
-
-
-def _lr_at(step: int, steps: int, lr: float, warmup: int) -> float:
-    if step < warmup:
-        return lr * (step + 1) / warmup
-    t = (step - warmup) / max(1, steps - warmup)
-    return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
 
 
 def train(model, tokenizer, corpus: world.Corpus, *, steps: int, batch_size: int, lr: float,
@@ -60,7 +53,7 @@ def train(model, tokenizer, corpus: world.Corpus, *, steps: int, batch_size: int
     recent: list[float] = []
     for step in range(start, steps):
         for g in opt.param_groups:
-            g["lr"] = _lr_at(step, steps, lr, warmup)
+            g["lr"] = lr_at(step, steps, lr, warmup)
         # Length-sorted micro-batches (less padding), each weighted by its share of the batch's
         # completion tokens: the same gradient as one padded batch, for about 2/3 of the compute.
         pairs = sorted(corpus.batch(batch_size), key=lambda pc: len(pc[0]) + len(pc[1]))
@@ -81,7 +74,7 @@ def train(model, tokenizer, corpus: world.Corpus, *, steps: int, batch_size: int
             avg = sum(recent) / len(recent)
             history.append({"step": step + 1, "loss": round(avg, 4)})
             print(f"[{tag}] step {step + 1}/{steps} loss {avg:.4f} "
-                  f"lr {_lr_at(step, steps, lr, warmup):.2e} {time.time() - t0:.0f}s", flush=True)
+                  f"lr {lr_at(step, steps, lr, warmup):.2e} {time.time() - t0:.0f}s", flush=True)
             recent = []
         if partial is not None and ((step + 1) % save_every == 0) and step + 1 < steps:
             partial.mkdir(parents=True, exist_ok=True)
@@ -97,13 +90,7 @@ def train(model, tokenizer, corpus: world.Corpus, *, steps: int, batch_size: int
 
 
 def save(model, tokenizer, out: Path, info: dict) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.max_new_tokens = MAX_POSITIONS - 20
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    (out / "train_info.json").write_text(json.dumps(info, indent=1) + "\n")
+    _save(model, tokenizer, out, info, max_new_tokens=MAX_POSITIONS - 20)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from boundlab.tasks import TASKS
 from boundlab.tasks.base import Problem, Task
-from boundlab.toyworld2.world import PROMPT_TEMPLATE, TIERS, splits
+from boundlab.toyworld2.world import PROMPT_TEMPLATE, TIERS, interleave, splits
 
 
 def toy2_problems(split: str = "test", tiers: list[str] | None = None,
@@ -49,19 +49,11 @@ def train_problems(mix: dict[str, float]) -> list[Problem]:
     bad = [t for t in mix if t not in TIERS]
     if bad or any(w < 0 for w in mix.values()) or sum(mix.values()) <= 0:
         raise ValueError(f"task.train_mix: need tier -> share >= 0 over {list(TIERS)}, got {dict(mix)}")
-    pools = {t: [p for p in toy2_problems("train") if p.meta["tier"] == t] for t in mix if mix[t] > 0}
+    everything = toy2_problems("train")
+    pools = {t: [p for p in everything if p.meta["tier"] == t] for t in mix if mix[t] > 0}
     total_w = sum(mix[t] for t in pools)
     total = int(min(len(pools[t]) * total_w / mix[t] for t in pools))
-    want = {t: round(total * mix[t] / total_w) for t in pools}
-    out, taken = [], {t: 0 for t in pools}
-    for i in range(sum(want.values())):
-        t = max(pools, key=lambda t: (want[t] * (i + 1) / sum(want.values()) - taken[t],
-                                      -TIERS.index(t)))
-        if taken[t] >= want[t]:
-            t = next(t2 for t2 in pools if taken[t2] < want[t2])
-        out.append(pools[t][taken[t]])
-        taken[t] += 1
-    return out
+    return interleave({t: pools[t][: round(total * mix[t] / total_w)] for t in pools})
 
 
 @TASKS.register("toy2")

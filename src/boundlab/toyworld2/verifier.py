@@ -88,10 +88,8 @@ def replay(question: str, text: str) -> tuple[str, list[list], int | None]:
         if not _rewrite_ok(new, after):
             return "bad_state", decisions, ans
         if view is not state:
-            num_old = [j for j, t in enumerate(state) if isinstance(t, int)]
-            num_new = [j for j, t in enumerate(view) if isinstance(t, int)]
-            fresh = frozenset(n for o, n in zip(num_old, num_new) if o in fresh)
-        fresh = X._shift_fresh(fresh, i, view, new)
+            fresh = X.fresh_in_view(state, view, fresh)
+        fresh = X.shift_fresh(fresh, i, view, new)
         state = new
     if len(state) != 1:
         return "malformed", decisions, ans

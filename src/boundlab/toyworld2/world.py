@@ -85,11 +85,12 @@ def degenerate(question: str) -> bool:
     """True when some wrong path of the base's corpus lands on the right answer, or writes a value
     above MAX_VALUE."""
     gold = X.value(question)
-    right = () if "#" in question else None
+    # On X every base path is wrong (it reads `#` as `+`); elsewhere the all-right path is the gold.
+    hash_problem = "#" in question
     for labels, values in X.all_base_paths(question):
         if max(values) > MAX_VALUE:
             return True
-        is_canonical = right is None and all(lab == "canon" for lab in labels)
+        is_canonical = not hash_problem and all(lab == "canon" for lab in labels)
         if not is_canonical and values[-1] == gold:
             return True
     return False
@@ -199,20 +200,20 @@ def generate_splits() -> dict[str, tuple[ProblemSpec, ...]]:
                 taken.add(q)
                 got.append(q)
             by_split[name][tier] = got
-    out = {}
-    for name, tiers in by_split.items():
-        # Round-robin by tier share, so any prefix of the list is close to stratified.
-        total = sum(len(v) for v in tiers.values())
-        pos = {t: 0 for t in tiers}
-        order: list[ProblemSpec] = []
-        for i in range(total):
-            # The tier furthest behind its share at this point goes next.
-            t = max(tiers, key=lambda t: (len(tiers[t]) * (i + 1) / total - pos[t], -TIERS.index(t)))
-            if pos[t] >= len(tiers[t]):
-                t = next(t2 for t2 in TIERS if pos[t2] < len(tiers[t2]))
-            order.append(spec(tiers[t][pos[t]]))
-            pos[t] += 1
-        out[name] = tuple(order)
+    return {name: tuple(spec(q) for q in interleave(tiers)) for name, tiers in by_split.items()}
+
+
+def interleave(groups: dict[str, list]) -> list:
+    """All items of `groups` (tier -> items, in order), the tier furthest behind its share going
+    next, so any prefix of the result is close to stratified (ties: the earlier tier in TIERS).
+    The leader is never exhausted: the deficits sum to 1 at every step and an exhausted tier's is <= 0."""
+    total = sum(len(v) for v in groups.values())
+    pos = {t: 0 for t in groups}
+    out = []
+    for i in range(total):
+        t = max(groups, key=lambda t: (len(groups[t]) * (i + 1) / total - pos[t], -TIERS.index(t)))
+        out.append(groups[t][pos[t]])
+        pos[t] += 1
     return out
 
 
@@ -246,18 +247,12 @@ def walk(question: str, choose) -> tuple[str, list[tuple[X.Decision, str]]]:
         i = X.base_move_index(label, view)
         # Positions in `view` differ from `state` when brackets were dropped: recompute fresh.
         if view is not state:
-            fresh = _fresh_in_view(state, view, fresh)
+            fresh = X.fresh_in_view(state, view, fresh)
         new, (x, op, y, r) = X.apply_move(view, i, hash_as_plus=True)
-        fresh = X._shift_fresh(fresh, i, view, new)
+        fresh = X.shift_fresh(fresh, i, view, new)
         state = new
         steps.append(X.Step(x, op, y, r, state))
     return X.trace_text(steps), met
-
-
-def _fresh_in_view(state: X.State, view: X.State, fresh: frozenset[int]) -> frozenset[int]:
-    num_old = [i for i, t in enumerate(state) if isinstance(t, int)]
-    num_new = [i for i, t in enumerate(view) if isinstance(t, int)]
-    return frozenset(n for o, n in zip(num_old, num_new) if o in fresh)
 
 
 def canonical_trace(question: str) -> str:
