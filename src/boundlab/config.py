@@ -61,8 +61,10 @@ class TaskConfig:
     # Tiered tasks (toy2): the first N problems of each tier, in split order (null = all).
     per_tier: Optional[int] = None
     # Tiered tasks (toy2), split=train: the RL training mix, tier -> share of the training problems
-    # (null = the task's default mix). The share of the counter-rule family is an ablation axis.
-    train_mix: Optional[dict[str, float]] = None
+    # (null = the task's default mix). The share of the counter-rule family is an ablation axis:
+    # `task.train_mix={H1:0.5,B3:0.5}`. Typed Any, not dict[str, float]: OmegaConf cannot merge a
+    # command-line dict into a typed null node (it crashed); the task checks the values itself.
+    train_mix: Optional[Any] = None
     # Problem.meta key every boundary table and plot breaks down by (e.g. tier); null keeps the
     # task's own (none for most tasks).
     group_by: Optional[str] = None

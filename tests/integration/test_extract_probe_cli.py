@@ -62,7 +62,7 @@ def test_real_model_never_gets_the_toy_probe_silently(tmp_path):
     base = [sys.executable, str(ROOT / "probe.py"), "model=hf", "model.path=/nowhere", "task=jsonl",
             f"task.path={problems}", f"samples={samples}", "logger=none", "verify.workers=1"]
     note = ("[boundlab] model=hf is not a toy-world model: probe settings from probe=real "
-            "(max_new_tokens=1024), not the toy world's probe=toy (name probe=... to choose)")
+            "(max_new_tokens=1024), not the toy world's probe=toy2 (name probe=... to choose)")
     proc = subprocess.run(base + [f"hydra.run.dir={tmp_path / 'r1'}"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr

@@ -12,7 +12,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from boundlab.toyworld.paths import base_model_dir
+from boundlab.toyworld2.paths import base_model_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 ALGOS = ["ppo", "reinforce_pp", "reinforce_pp_baseline", "remax", "dapo"]

@@ -143,7 +143,7 @@ def test_a_changed_group_is_refused_naming_the_runs_choice(smoke_run):
     ("train.probe_mode=detached", "cannot change train.probe_mode on resume (the run has 'inline', given 'detached')"),
     ("train.probe_base=1", "cannot change train.probe_base on resume (the run has True, given 1)"),
     ("debug=null", "cannot change debug on resume (the run used debug=smoke, given None)"),
-    ("model@teacher=toy", "cannot change model@teacher on resume (the run used model@teacher=toy_teacher, given toy)"),
+    ("model@teacher=toy", "cannot change model@teacher on resume (the run used model@teacher=toy2_teacher, given toy)"),
     ("logger.mode=disabled", "logger.mode=disabled is not allowed on resume (one of online, offline)"),
     ("hydra.run.dir=/elsewhere", "hydra.run.dir=/elsewhere: Hydra settings cannot be given on resume"),
     ("hydra/launcher=joblib", "hydra/launcher=joblib: Hydra settings cannot be given on resume"),

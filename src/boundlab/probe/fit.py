@@ -1,10 +1,10 @@
 """Probe settings that fit the model: the toy world's `probe=toy` is never applied to a real model.
 
-`conf/probe.yaml` and `conf/train.yaml` default to `probe: toy` (max_new_tokens 32, enough for the
-toy task's short traces). A real model cut off at 32 tokens writes no final answer, and every
-"correct" verdict would come from digits in cut-off text. Hydra cannot let a model config choose a
-sibling group's default, so the entry point does it: when the probe group is the *default* `toy` and
-the model is not a toy-world model, the config is composed again with `probe=real` (the user's own
+`conf/probe.yaml` and `conf/train.yaml` default to `probe: toy2` (max_new_tokens 108, enough for the
+toy world's traces; the first edition's `probe=toy` has 32). A real model cut off there writes no
+final answer, and every "correct" verdict would come from digits in cut-off text. Hydra cannot let a
+model config choose a sibling group's default, so the entry point does it: when the probe group is
+a toy-world one that the user did not name and the model is not a toy-world model, the config is composed again with `probe=real` (the user's own
 overrides, `probe.n=8` say, still apply on top) and a one-line note says so. Naming `probe=toy`
 explicitly keeps it: that is a choice, not a silent default.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 TOY_MODELS = frozenset({"toy", "toy_teacher", "toy2", "toy2_teacher"})
-TOY_PROBE = "toy"
+TOY_PROBES = frozenset({"toy", "toy2"})
 REAL_PROBE = "real"
 
 
@@ -28,7 +28,7 @@ def fit_probe_settings(cfg: Any, config_name: str) -> Any:
 
     hc = HydraConfig.get()
     choices = hc.runtime.choices
-    if choices.get("probe") != TOY_PROBE or choices.get("model") in TOY_MODELS:
+    if choices.get("probe") not in TOY_PROBES or choices.get("model") in TOY_MODELS:
         return cfg
     overrides = list(hc.overrides.task)
     if any(_group(o) == "probe" for o in overrides):
@@ -38,5 +38,5 @@ def fit_probe_settings(cfg: Any, config_name: str) -> Any:
     fitted = compose(config_name=config_name, overrides=overrides + [f"probe={REAL_PROBE}"])
     print(f"[boundlab] model={choices.get('model')} is not a toy-world model: probe settings from "
           f"probe={REAL_PROBE} (max_new_tokens={fitted.probe.max_new_tokens}), not the toy world's "
-          f"probe=toy (name probe=... to choose)", flush=True)
+          f"probe={choices.get('probe')} (name probe=... to choose)", flush=True)
     return fitted

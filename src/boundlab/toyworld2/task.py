@@ -10,11 +10,14 @@ tiers). `split=train` ignores those and builds the RL training set from `task.tr
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from boundlab.tasks import TASKS
 from boundlab.tasks.base import Problem, Task
 from boundlab.toyworld2.world import PROMPT_TEMPLATE, TIERS, interleave, splits
+
+log = logging.getLogger(__name__)
 
 
 def toy2_problems(split: str = "test", tiers: list[str] | None = None,
@@ -47,7 +50,9 @@ def train_problems(mix: dict[str, float]) -> list[Problem]:
     """The train split in the tier proportions of `mix`: as many problems as the scarcest
     tier allows (each tier's pool is used in split order), interleaved so any prefix keeps the mix."""
     bad = [t for t in mix if t not in TIERS]
-    if bad or any(w < 0 for w in mix.values()) or sum(mix.values()) <= 0:
+    shares = list(mix.values())
+    if (bad or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in shares)
+            or any(w < 0 for w in shares) or sum(shares) <= 0):
         raise ValueError(f"task.train_mix: need tier -> share >= 0 over {list(TIERS)}, got {dict(mix)}")
     everything = toy2_problems("train")
     pools = {t: [p for p in everything if p.meta["tier"] == t] for t in mix if mix[t] > 0}
@@ -61,7 +66,14 @@ def build_toy2(cfg: Any) -> Task:
     split = getattr(cfg, "split", None) or "test"
     if split == "train":
         mix = getattr(cfg, "train_mix", None)
-        problems = train_problems(dict(mix) if mix else DEFAULT_TRAIN_MIX)
+        if mix is not None and not hasattr(mix, "items"):
+            raise ValueError(f"task.train_mix: need a mapping tier -> share, e.g. "
+                             f"task.train_mix={{H1:0.5,B3:0.5}}, got {mix!r}")
+        mix = dict(mix) if mix else DEFAULT_TRAIN_MIX
+        problems = train_problems(mix)
+        # Said in one line: the mix decides what RL trains on, and an override is easy to mistype.
+        log.info("toy2 train split: %d problems, mix %s", len(problems),
+                 {t: round(float(w), 4) for t, w in mix.items()})
     else:
         tiers = getattr(cfg, "tiers", None)
         per_tier = getattr(cfg, "per_tier", None)
