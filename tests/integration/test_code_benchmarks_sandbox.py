@@ -117,3 +117,64 @@ def test_livecodebench_functional_and_stdin_judged_right_and_wrong(verifier):
     got = verifier.score(sd, [LCB_STDIN_RIGHT, LCB_STDIN_WRONG])
     assert [v.outcome for v in got] == ["passed", "failed"]
     assert got[1].info["case"] == 1  # the private case -5
+
+
+# -- through probe.py (scores a samples file; no model)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _probe(tmp_path, *args):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, BOUNDLAB_STORE=str(tmp_path / "store" / "store.sqlite"), WANDB_MODE="offline",
+               HF_HUB_OFFLINE="1")
+    return subprocess.run([sys.executable, str(ROOT / "probe.py"), *args, "logger=none"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+def _counts(run_dir):
+    import csv
+
+    with (run_dir / "problems.csv").open() as f:
+        return {r["problem_id"]: (int(r["n"]), int(r["c"])) for r in csv.DictReader(f)}
+
+
+def test_probe_cli_humaneval_plus_plus_and_base(tmp_path):
+    he = D / "HumanEvalPlus-fixture.jsonl.gz"
+    samples = tmp_path / "samples.jsonl"
+    with samples.open("w") as f:
+        for p in problems(he, "humaneval").values():
+            f.write(json.dumps({"problem_id": p.problem_id, "completion": p.meta["canonical_solution"]}) + "\n")
+        f.write(json.dumps({"problem_id": "HumanEval/55", "completion": FIB_WRONG_AT_ZERO}) + "\n")
+    got = {}
+    for tests in ("plus", "base"):
+        run_dir = tmp_path / tests
+        proc = _probe(tmp_path, "task=humaneval_plus", f"task.path={he}", f"task.tests={tests}",
+                      f"samples={samples}", f"hydra.run.dir={run_dir}")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        got[tests] = _counts(run_dir)
+    assert got["plus"] == {"HumanEval/55": (2, 1), "HumanEval/900": (1, 1), "HumanEval/901": (1, 1)}
+    assert got["base"] == {"HumanEval/55": (2, 2), "HumanEval/900": (1, 1), "HumanEval/901": (1, 1)}
+    cached = sorted((tmp_path / "store" / "evalplus_expected").glob("*.json"))
+    assert len(cached) == 3 + 3  # one per row and test set (the base rows drop plus_input)
+
+
+def test_probe_cli_missing_release_file_is_one_line(tmp_path):
+    proc = _probe(tmp_path, "task=mbpp_plus", f"task.path={tmp_path / 'MbppPlus.jsonl.gz'}",
+                  f"hydra.run.dir={tmp_path / 'run'}")
+    assert proc.returncode == 2
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "MbppPlus.jsonl.gz" in lines[0] and "mbppplus_release" in lines[0], proc.stderr
+
+
+def test_probe_cli_export_livecodebench_window(tmp_path):
+    out = tmp_path / "lcb.jsonl"
+    proc = _probe(tmp_path, "task=livecodebench", f"task.path={D / 'lcb-fixture.jsonl'}",
+                  "task.date_from=2024-08-01", "task.date_to=2025-02-01", f"export={out}",
+                  f"hydra.run.dir={tmp_path / 'run'}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["problem_id"] for r in rows] == ["3901", "abc372_a"]
+    assert rows[0]["messages"][0]["role"] == "system" and rows[0]["meta"]["platform"] == "leetcode"
