@@ -1,6 +1,6 @@
 """Official-solution agreement of the math verifier on MATH500 and GSM8K (boundlab.verify.agreement).
 
-    python bench/verify_agreement.py [--k 5] [--seed 0] [--workers 2] [--tasks math500 gsm8k]
+    python bench/verify_agreement.py [--k 5] [--seed 0] [--workers 2] [--tasks math500 gsm8k minerva olympiadbench amc23]
 
 `--k 0` pairs every problem with every other one (all pairs; slow: MATH500 alone is 249,500).
 OlympiadBench and AMC23 (in the default list) are checked with their official answer boxed
