@@ -39,7 +39,7 @@ def test_canonical_solutions_pass_and_a_stub_fails(verifier):
                               (D / "MbppPlus-fixture.jsonl", "mbpp"))
              for p in problems(path, ds).values()]
     verdicts = verifier.score_many(items)
-    assert len(verdicts) == 5
+    assert len(verdicts) == 6
     for (p, _), (good, stub) in zip(items, verdicts):
         assert good.correct, (p.problem_id, good.outcome, good.info)
         assert not stub.correct and stub.outcome in ("failed", "runtime_error"), p.problem_id
@@ -155,10 +155,12 @@ def test_probe_cli_humaneval_plus_plus_and_base(tmp_path):
                       f"samples={samples}", f"hydra.run.dir={run_dir}")
         assert proc.returncode == 0, proc.stderr[-3000:]
         got[tests] = _counts(run_dir)
-    assert got["plus"] == {"HumanEval/55": (2, 1), "HumanEval/900": (1, 1), "HumanEval/901": (1, 1)}
-    assert got["base"] == {"HumanEval/55": (2, 2), "HumanEval/900": (1, 1), "HumanEval/901": (1, 1)}
+    assert got["plus"] == {"HumanEval/55": (2, 1), "HumanEval/900": (1, 1), "HumanEval/32": (1, 1),
+                           "HumanEval/901": (1, 1)}
+    assert got["base"] == {"HumanEval/55": (2, 2), "HumanEval/900": (1, 1), "HumanEval/32": (1, 1),
+                           "HumanEval/901": (1, 1)}
     cached = sorted((tmp_path / "store" / "evalplus_expected").glob("*.json"))
-    assert len(cached) == 3 + 3  # one per row and test set (the base rows drop plus_input)
+    assert len(cached) == 4 + 4  # one per row and test set (the base rows drop plus_input)
 
 
 def test_probe_cli_missing_release_file_is_one_line(tmp_path):
@@ -178,3 +180,11 @@ def test_probe_cli_export_livecodebench_window(tmp_path):
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["problem_id"] for r in rows] == ["3901", "abc372_a"]
     assert rows[0]["messages"][0]["role"] == "system" and rows[0]["meta"]["platform"] == "leetcode"
+
+
+def test_find_zero_is_judged_as_a_root_not_against_the_canonical_value(verifier):
+    fz = problems(D / "HumanEvalPlus-fixture.jsonl.gz", "humaneval")["HumanEval/32"]
+    negative_root = "    return -math.sqrt(-xs[0])\n"   # the canonical finds +sqrt; -sqrt is a root too
+    not_a_root = "    return math.sqrt(-xs[0]) + 0.01\n"
+    assert [v.outcome for v in verifier.score(fz, [fz.meta["canonical_solution"], negative_root, not_a_root])] \
+        == ["passed", "passed", "failed"]

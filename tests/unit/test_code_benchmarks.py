@@ -33,7 +33,7 @@ def cfg(name, **kw):
 
 def test_humaneval_plus_rows_from_the_gzipped_release_format():
     task = build_task(cfg("humaneval_plus", path=str(HE)))
-    assert task.name == "humaneval_plus" and len(task) == 3 and task.verifier == "code"
+    assert task.name == "humaneval_plus" and len(task) == 4 and task.verifier == "code"
     fib = task.by_id("HumanEval/55")
     assert fib.meta["kind"] == "evalplus" and fib.meta["dataset"] == "humaneval"
     assert fib.meta["base_input"] == [[10], [1], [11], [8]] and fib.meta["plus_input"][0] == [0]
