@@ -139,3 +139,19 @@ def test_verifier_version_moved_for_the_new_rules():
     from boundlab.verify.code import CodeVerifier
 
     assert CodeVerifier.version == 2
+
+
+def test_the_judges_test_code_asks_the_program_for_nothing_but_the_entry_point():
+    """Every name the generated test code reads is its own or a builtin: a free name would be asked
+    of the (untrusted) program, which could then supply it."""
+    from boundlab.sandbox._worker.judge import free_names
+    from boundlab.sandbox._worker.codec import encode
+
+    fib = load_evalplus(HE, "humaneval")[0]
+    n = len(fib.meta["base_input"]) + len(fib.meta["plus_input"])
+    fake = {"base": [[encode(0), 0.0]] * len(fib.meta["base_input"]),
+            "plus": [[encode(0), 0.0]] * len(fib.meta["plus_input"])}
+    code, limit = evalplus.test_code(fib, fake)
+    assert free_names(code) == [] and limit == n * 1.0 + 1.0
+    lcb = {p.problem_id: p for p in load_livecodebench(LCB)}["3901"]
+    assert free_names(lcb.meta["test"]) == []
