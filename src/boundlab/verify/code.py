@@ -209,6 +209,7 @@ class CodeVerifier(Verifier):
         self.dedupe = dedupe
         self.expected = evalplus.ExpectedCache()
         self._tests: dict[tuple[str, str], tuple[str, float]] = {}
+        self._keys: dict[int, tuple[Problem, str]] = {}
         # Builds (and checks) the pool now, so a missing sandbox fails at start, loudly; the
         # worker processes themselves start on first use.
         self.pool = SandboxPool(SandboxConfig(timeout_s=timeout_s, workers=workers,
@@ -223,12 +224,20 @@ class CodeVerifier(Verifier):
         """Keep EvalPlus's canonical outputs in `directory` too (verdict-neutral: keyed by content)."""
         self.expected.directory = Path(directory)
 
+    def _key(self, problem: Problem) -> str:
+        """evalplus.cache_key, once per problem object (it hashes every input of the row); the
+        problem is kept with it, so its id cannot be reused by another while cached."""
+        hit = self._keys.get(id(problem))
+        if hit is None or hit[0] is not problem:
+            hit = self._keys[id(problem)] = (problem, evalplus.cache_key(problem))
+        return hit[1]
+
     def _ensure_expected(self, problems: Sequence[Problem]) -> None:
         """Run the canonical solution of every EvalPlus problem not yet in the cache."""
         todo = {}
         for p in problems:
             if p.meta.get("kind") == "evalplus":
-                key = evalplus.cache_key(p)
+                key = self._key(p)
                 if key not in todo and self.expected.get(key) is None:
                     todo[key] = p
         futs = []
@@ -253,7 +262,7 @@ class CodeVerifier(Verifier):
             return FunctionJob(program.rstrip() + "\n" + _LCB_SHIM % meta["func_name"], meta["test"],
                                "_boundlab_lcb_call", timeout_s=timeout)
         if kind == "evalplus":
-            key = (evalplus.cache_key(problem), meta.get("tests", "plus"))
+            key = (self._key(problem), meta.get("tests", "plus"))
             if key not in self._tests:  # built once per problem, not once per program
                 self._tests[key] = evalplus.test_code(problem, self.expected.get(key[0]))
             test, limit = self._tests[key]
