@@ -18,7 +18,9 @@ from hydra.core.config_store import ConfigStore
 
 # Tasks.
 import boundlab.tasks.benchmarks  # noqa: F401 - math500, math500_int, gsm8k, minerva, olympiadbench, amc23
-import boundlab.tasks.code  # noqa: F401 - humaneval, mbpp, livecodebench
+import boundlab.tasks.code  # noqa: F401 - humaneval, code_jsonl
+import boundlab.tasks.evalplus  # noqa: F401 - humaneval_plus, mbpp_plus (local release files)
+import boundlab.tasks.livecodebench  # noqa: F401 - livecodebench (local release files)
 import boundlab.tasks.jsonl  # noqa: F401 - jsonl (any local file)
 import boundlab.tasks.mmath  # noqa: F401 - aime24, aime25
 # Verifiers.

@@ -38,9 +38,10 @@ class ModelConfig:
 @dataclass
 class TaskConfig:
     # Registry name: toy_arith, aime24, aime25, math500, math500_int, gsm8k, minerva, olympiadbench,
-    # amc23, jsonl, humaneval, code_jsonl ...
+    # amc23, jsonl, humaneval, humaneval_plus, mbpp_plus, livecodebench, code_jsonl ...
     name: str = "aime24"
-    # Data file for tasks that read local files (jsonl, code_jsonl).
+    # Data file for tasks that read local files (jsonl, code_jsonl, humaneval_plus, mbpp_plus,
+    # livecodebench).
     path: Optional[str] = None
     # Which split, for tasks that have several (toy_arith: train/test).
     split: str = "test"
@@ -68,6 +69,12 @@ class TaskConfig:
     # Problem.meta key every boundary table and plot breaks down by (e.g. tier); null keeps the
     # task's own (none for most tasks).
     group_by: Optional[str] = None
+    # humaneval_plus / mbpp_plus: plus (base and plus inputs, the default) or base (base alone).
+    tests: Optional[str] = None
+    # livecodebench: keep problems with contest_date >= date_from (YYYY-MM-DD; null = no bound).
+    date_from: Optional[str] = None
+    # livecodebench: keep problems with contest_date <= date_to (YYYY-MM-DD; null = no bound).
+    date_to: Optional[str] = None
 
 
 @dataclass

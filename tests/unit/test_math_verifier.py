@@ -124,3 +124,28 @@ def test_cache_smaller_than_batch_still_answers_everything():
         assert [o.correct for o in out] == [False, True, False, False, False, False]
     finally:
         v.close()
+
+
+@pytest.mark.parametrize("gold,answer,tolerant,exact", [
+    ("20.39", "20.3905", "correct", "wrong"),          # the example: within 1e-4 relative
+    ("1.6", "1.60016", "correct", "wrong"),            # exactly 1e-4 relative: kept
+    ("1.6", "1.6002", "wrong", "wrong"),               # 1.25e-4 relative: out
+    ("20.39", "20.4", "wrong", "wrong"),
+    ("4.5e33", r"4.5004 \times 10^{33}", "correct", "wrong"),
+    ("4.5e33", "4.5e34", "wrong", "wrong"),
+    ("8.7e8", r"8.7\times10^8", "correct", "correct"),
+])
+def test_minerva_relative_tolerance_is_per_problem(verifier, gold, answer, tolerant, exact):
+    box = [rf"so \boxed{{{answer}}}"]
+    assert verifier.score(Problem("m", "q", gold, {"rel_tol": 1e-4}), box)[0].outcome == tolerant
+    assert verifier.score(P(gold), box)[0].outcome == exact  # no rel_tol: as before (and not cached)
+
+
+def test_minerva_problems_carry_the_tolerance():
+    import boundlab.builtins  # noqa: F401
+    from boundlab.tasks import TASKS
+    from boundlab.tasks.benchmarks import MINERVA_REL_TOL
+
+    task = TASKS.get("minerva")(None)
+    assert MINERVA_REL_TOL == 1e-4 and {p.meta["rel_tol"] for p in task.problems} == {1e-4}
+    assert all("rel_tol" not in p.meta for p in TASKS.get("math500")(None).problems)

@@ -1,5 +1,5 @@
-"""Official-solution agreement (boundlab.verify.agreement): every MATH500 and GSM8K human solution
-is judged correct against its gold; another problem's gold is judged wrong, except the residuals
+"""Official-solution agreement (boundlab.verify.agreement): every MATH500 and GSM8K human solution,
+and every OlympiadBench and AMC23 official answer boxed, is judged correct against its gold; another problem's gold is judged wrong, except the residuals
 listed with their reasons in tests/data/verify_agreement_residuals.json.
 
 Cross pairs are sampled deterministically (k others per problem, seed 0) to stay within about a
@@ -17,7 +17,7 @@ from boundlab.verify import build_verifier
 from boundlab.verify.agreement import cross_pairs, run, solution_completions
 
 RESIDUALS = json.loads((Path(__file__).parents[1] / "data" / "verify_agreement_residuals.json").read_text())
-K = {"math500": 4, "gsm8k": 5}
+K = {"math500": 4, "gsm8k": 5, "olympiadbench": 1, "amc23": 3}
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,8 @@ def verifier():
     v.close()
 
 
-@pytest.mark.parametrize("name,completions", [("math500", 500), ("gsm8k", 2 * 1319)])
+@pytest.mark.parametrize("name,completions", [("math500", 500), ("gsm8k", 2 * 1319),
+                                              ("olympiadbench", 675), ("amc23", 40)])
 def test_official_solutions_and_cross_golds(verifier, name, completions):
     res = run(verifier, name, k=K[name], seed=0)
     assert res["solution_completions"] == completions
@@ -41,9 +42,10 @@ def test_official_solutions_and_cross_golds(verifier, name, completions):
 
 def test_listed_residuals_still_behave_as_listed(verifier):
     """Each listed cross residual, checked directly (whether or not the sample meets it)."""
-    math500 = TASKS.get("math500")(None)
+    tasks = {name: TASKS.get(name)(None) for name in ("math500", "olympiadbench")}
     for pair in RESIDUALS["cross_accepted"]:
-        a, b = (math500.by_id(x) for x in pair.split("|"))
+        task = tasks[pair.split("-")[0]]
+        a, b = (task.by_id(x) for x in pair.split("|"))
         assert verifier.score(a, [f"\\boxed{{{b.answer}}}"])[0].correct, pair
 
 

@@ -54,6 +54,8 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
     store = Store(cfg.store.path)
     logger = None
     verifier = build_verifier(task.verifier, **verifier_options(task.verifier, cfg.verify))
+    if hasattr(verifier, "use_cache_dir"):  # EvalPlus's canonical outputs, next to the store
+        verifier.use_cache_dir(Path(store.path).parent / "evalplus_expected")
     try:
         if cfg.samples:
             result, task = score_samples_file(task, cfg.samples, verifier, store,

@@ -26,7 +26,7 @@ from boundlab.probe.estimator import bootstrap_diff_ci, powers_of_two
 from boundlab.probe.runner import ProbeResult
 
 # Problem.meta fields that tag problems for breakdowns, in the order they are tried.
-TAG_FIELDS = ("hard", "level", "subject", "difficulty", "type")
+TAG_FIELDS = ("hard", "level", "subject", "difficulty", "type", "platform")
 
 
 # -- problem sets -------------------------------------------------------------------------------

@@ -66,7 +66,7 @@ class ReportMain:
     # whole); null = print it whole.
     trace_chars: Optional[int] = None
     # Problem.meta fields to break results down by; null = those the task tags (hard, level,
-    # subject, difficulty, type).
+    # subject, difficulty, type, platform).
     breakdown: Optional[list[str]] = None
     # Problem ids listed in report.md per coverage cell (all of them go to the CSV).
     list_ids: int = 20

@@ -82,4 +82,7 @@ class StdioJob:
     cases: Sequence[tuple[str, str]]
     timeout_s: float | None = None
     float_tol: float | None = None
+    # Trusted programs only (a benchmark's canonical solution): no comparison; a run that exits 0
+    # on every case passes, with each case's stdout in `info["stdout"]` (expected outputs unused).
+    capture: bool = False
 

@@ -278,6 +278,7 @@ class _Slot:
         n = len(job.cases)
         if n == 0:
             return RunResult("sandbox_error", {"reason": "no test cases"})
+        captured: list[str] = []
         for i, (stdin, expected) in enumerate(job.cases):
             reply = self.request({"op": "stdio", "program": job.program, "stdin": stdin,
                                   "timeout": timeout}, timeout)
@@ -292,6 +293,9 @@ class _Slot:
             stderr = str(reply.get("stderr", ""))
             code = reply.get("code", 0)
             if status == "exited" and code == 0:
+                if job.capture:
+                    captured.append(str(reply.get("stdout", "")))
+                    continue
                 if outputs_match(str(reply.get("stdout", "")), expected, job.float_tol):
                     continue
                 info["reason"] = "wrong output"
@@ -307,5 +311,5 @@ class _Slot:
                 return RunResult("memory", info)
             info["reason"] = f"exit code {code}"
             return RunResult("runtime_error", info)
-        return RunResult("passed", {"cases": n})
+        return RunResult("passed", {"cases": n, **({"stdout": captured} if job.capture else {})})
 

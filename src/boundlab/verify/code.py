@@ -10,6 +10,13 @@ Outcomes: passed, failed, timeout, memory, runtime_error, sandbox_error. `correc
 for passed. A `sandbox_error` means the sandbox could not run the program even after retries:
 it is not the model's failure, and the probe should not count it as one.
 
+  - `kind="evalplus"` (HumanEval+, MBPP+): EvalPlus's rules, `boundlab.verify.evalplus`; the
+    canonical outputs are computed in the sandbox on first use and cached (`use_cache_dir`).
+  - `kind="lcb_functional"` (LiveCodeBench): `Solution().<func_name>(*args)` through a shim
+    appended to the program; `test` holds the cases (`boundlab.tasks.livecodebench`).
+  - stdio and lcb_functional: optional `preamble`, prepended to the program (LiveCodeBench's
+    standard-library imports).
+
 Identical programs for one problem are run once (sampling at large n repeats itself).
 """
 
@@ -19,10 +26,12 @@ import ast
 import platform
 import re
 from dataclasses import fields
+from pathlib import Path
 from typing import Any, Sequence
 
 from boundlab.sandbox import FunctionJob, SandboxConfig, SandboxPool, StdioJob
 from boundlab.tasks.base import Problem
+from boundlab.verify import evalplus
 from boundlab.verify.base import Verdict, Verifier
 
 _PY_LANGS = {"", "python", "py", "python3", "py3", "python2", "ipython", "pycon", "sage"}
@@ -155,15 +164,32 @@ def program_for(problem: Problem, completion: str) -> str | None:
     if not completion or not completion.strip():
         return None
     prefix = problem.question if meta.get("continuation") else ""
-    entry = meta.get("entry_point") if meta.get("kind", "function") == "function" else None
+    entry = meta.get("entry_point") if meta.get("kind", "function") in ("function", "evalplus") \
+        else None
     return extract_program(completion, prefix=prefix, entry_point=entry)
 
 
 _SANDBOX_FIELDS = {f.name for f in fields(SandboxConfig)}
 
 
+_LCB_SHIM = """
+
+
+_boundlab_lcb_state = []
+
+
+def _boundlab_lcb_call(*args):
+    if not _boundlab_lcb_state:
+        _boundlab_lcb_state.append(Solution())
+    return getattr(_boundlab_lcb_state[0], %r)(*args)
+"""
+
+
 class CodeVerifier(Verifier):
     name = "code"
+    # 2: EvalPlus (HumanEval+/MBPP+) and LiveCodeBench functional problems; a test's own time
+    # limit is a `timeout` outcome (was `failed`).
+    version = 2
     # Cannot change a verdict: the worker count. Everything else it is built with (its
     # `verify.code` block, any other SandboxConfig field) is in the probe key.
     verdict_neutral = frozenset({"workers"})
@@ -181,6 +207,9 @@ class CodeVerifier(Verifier):
             raise TypeError(f"code verifier: unknown option(s) {sorted(unknown)}; known: "
                             f"{sorted(_SANDBOX_FIELDS | {'dedupe'})}")
         self.dedupe = dedupe
+        self.expected = evalplus.ExpectedCache()
+        self._tests: dict[tuple[str, str], tuple[str, float]] = {}
+        self._keys: dict[int, tuple[Problem, str]] = {}
         # Builds (and checks) the pool now, so a missing sandbox fails at start, loudly; the
         # worker processes themselves start on first use.
         self.pool = SandboxPool(SandboxConfig(timeout_s=timeout_s, workers=workers,
@@ -191,13 +220,53 @@ class CodeVerifier(Verifier):
     def isolation(self) -> str:
         return self.pool.isolation
 
+    def use_cache_dir(self, directory: str | Path) -> None:
+        """Keep EvalPlus's canonical outputs in `directory` too (verdict-neutral: keyed by content)."""
+        self.expected.directory = Path(directory)
+
+    def _key(self, problem: Problem) -> str:
+        """evalplus.cache_key, once per problem object (it hashes every input of the row); the
+        problem is kept with it, so its id cannot be reused by another while cached."""
+        hit = self._keys.get(id(problem))
+        if hit is None or hit[0] is not problem:
+            hit = self._keys[id(problem)] = (problem, evalplus.cache_key(problem))
+        return hit[1]
+
+    def _ensure_expected(self, problems: Sequence[Problem]) -> None:
+        """Run the canonical solution of every EvalPlus problem not yet in the cache."""
+        todo = {}
+        for p in problems:
+            if p.meta.get("kind") == "evalplus":
+                key = self._key(p)
+                if key not in todo and self.expected.get(key) is None:
+                    todo[key] = p
+        futs = []
+        for key, p in todo.items():
+            ins = evalplus.all_inputs(p)
+            futs.append((key, p, {s: (len(v), self.pool.submit(evalplus.canonical_job(p, v)))
+                                  for s, v in ins.items()}))
+        for key, p, runs in futs:
+            self.expected.put(key, {s: evalplus.parse_canonical(p, n, f.result())
+                                    for s, (n, f) in runs.items()})
+
     def _job(self, problem: Problem, program: str) -> FunctionJob | StdioJob:
         meta = problem.meta
         timeout = meta.get("timeout_s")
         kind = meta.get("kind", "function")
+        if meta.get("preamble") and kind in ("stdio", "lcb_functional"):
+            program = meta["preamble"] + "\n" + program
         if kind == "stdio":
             cases = [(str(i), str(o)) for i, o in meta["cases"]]
             return StdioJob(program, cases, timeout_s=timeout, float_tol=meta.get("float_tol"))
+        if kind == "lcb_functional":
+            return FunctionJob(program.rstrip() + "\n" + _LCB_SHIM % meta["func_name"], meta["test"],
+                               "_boundlab_lcb_call", timeout_s=timeout)
+        if kind == "evalplus":
+            key = (self._key(problem), meta.get("tests", "plus"))
+            if key not in self._tests:  # built once per problem, not once per program
+                self._tests[key] = evalplus.test_code(problem, self.expected.get(key[0]))
+            test, limit = self._tests[key]
+            return FunctionJob(program, test, meta["entry_point"], timeout_s=limit)
         if kind != "function":
             raise ValueError(f"problem {problem.problem_id}: unknown code kind {kind!r}")
         return FunctionJob(program, meta["test"], meta.get("entry_point"), timeout_s=timeout)
@@ -206,6 +275,7 @@ class CodeVerifier(Verifier):
         return self.score_many([(problem, completions)])[0]
 
     def score_many(self, items: Sequence[tuple[Problem, Sequence[str]]]) -> list[list[Verdict]]:
+        self._ensure_expected([p for p, _ in items])
         plans: list[list[tuple[str | None, Any]]] = []
         for problem, completions in items:
             seen: dict[str, Any] = {}

@@ -24,7 +24,8 @@ Otherwise a call is exactly `verify(parse("$gold$"), parse("$answer$"))`, so the
 a plain math-verify call gives; only the work is shared. One exception (verifier version 3): two
 plain numbers (decimal or `m \\times 10^{k}`), one of them below 1e-3 in magnitude, are compared
 here to 6 significant digits; math-verify rounds to 6 decimal places, so to it 2.88e-19 and
-2.88e-18 are equal (Minerva has such golds).
+2.88e-18 are equal (Minerva has such golds). Version 4: a problem whose meta has `rel_tol`
+(Minerva, 1e-4) judges two plain numbers equal when |a - g| <= rel_tol * |g|, here too.
 
 Where this departs from a plain call: math-verify's own budgets (`parsing_timeout`,
 `timeout_seconds`, whole seconds of wall clock, `signal.alarm`) expire *silently*, returning an
@@ -144,6 +145,15 @@ def _sci_number(s: str) -> Decimal | None:
     return Decimal(mant or "1") * (Decimal(10) ** int(exp))
 
 
+def rel_tol_verdict(gold: str, answer: str, rel_tol: float) -> bool | None:
+    """Two plain numbers (decimal or `m \\times 10^{k}`): |a - g| <= rel_tol * |g|; None otherwise
+    (a problem's `meta["rel_tol"]`, Minerva's 1e-4)."""
+    x, y = _sci_number(gold), _sci_number(answer)
+    if x is None or y is None:
+        return None
+    return abs(x - y) <= Decimal(str(rel_tol)) * abs(x)
+
+
 def fast_verdict(gold: str, answer: str) -> bool | None:
     """Decided without math-verify (None means "ask math-verify"):
     - integer vs integer: equality (what math-verify concludes too);
@@ -252,7 +262,8 @@ class MathVerifier(Verifier):
     # LaTeX spacing (`2\\,220`), numbers in `\\text{}`, an empty box is `no_answer`, number words
     # up to twenty in "the answer is", e-notation (verify/normalize.py; the gold is normalized the
     # same way); plain numbers below 1e-3 compared to 6 significant digits (`fast_verdict`).
-    version = 3
+    # 4: a problem's `meta["rel_tol"]` (Minerva: 1e-4) decides two plain numbers (`rel_tol_verdict`).
+    version = 4
     # score_many takes `cut_off` flags (completions stopped at max_new_tokens).
     reads_cut_off = True
     # Cannot change a verdict: the worker count and the cache size. Everything else it is built
@@ -296,10 +307,21 @@ class MathVerifier(Verifier):
         # Distinct (gold, answer) pairs that still need a math-verify call.
         todo: list[tuple[str, str]] = []
         decided: dict[tuple[str, str], tuple[bool, str]] = {}
-        for gold, row in zip(golds, units_of):
+        # Verdicts under a problem's own relative tolerance: never cached (another problem with the
+        # same gold may have none), keyed by (gold, answer, tolerance).
+        tols = [(problem.meta or {}).get("rel_tol") for problem, _ in items]
+        tolerant: dict[tuple[str, str, float], tuple[bool, str]] = {}
+        for gold, row, tol in zip(golds, units_of, tols):
             for units in row:
                 for a in units:
                     if len(a) > self.max_answer_chars:
+                        continue
+                    if tol and (gold, a, tol) not in tolerant:
+                        tv = rel_tol_verdict(gold, a, tol)
+                        if tv is not None:
+                            tolerant[(gold, a, tol)] = (tv, "correct" if tv else "wrong")
+                            continue
+                    elif tol:
                         continue
                     key = (gold, a)
                     if key in decided:
@@ -318,8 +340,10 @@ class MathVerifier(Verifier):
             if final:
                 self._put(key, verdict)
         out: list[list[Verdict]] = []
-        for gold, row, units_row in zip(golds, extracted, units_of):
-            out.append([self._verdict(gold, ex, units, decided)
+        for gold, row, units_row, tol in zip(golds, extracted, units_of, tols):
+            mine = {k[:2]: v for k, v in tolerant.items() if k[0] == gold and k[2] == tol} \
+                if tol else {}
+            out.append([self._verdict(gold, ex, units, {**decided, **mine})
                         for ex, units in zip(row, units_row)])
         return out
 

@@ -163,6 +163,10 @@ class Judge:
                 outcome = "memory"
             elif remote is not None:
                 outcome = "runtime_error"
+            elif isinstance(e, TimeoutError):
+                # The test code's own per-input time limit (EvalPlus, LiveCodeBench functional):
+                # a call that returned, but later than the limit its benchmark allows.
+                outcome = "timeout"
             else:
                 outcome = "failed"  # an assert (or the test's own code) failed on the result
         elapsed = time.monotonic() - t0
