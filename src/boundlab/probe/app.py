@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from boundlab.config import to_dict
+from boundlab.probe.adaptive import AdaptivePlan
 from boundlab.probe.answer_stats import summary_lines
 from boundlab.probe.compare import ANSWER, STRICT, group_stats, headline_metric, saturation, view
 from boundlab.probe.curves import write_passk_csv, write_problems_csv
@@ -89,7 +90,8 @@ def _probe_model(cfg: Any, task: Task, verifier: Any, store: Store) -> tuple[Pro
     try:
         result = probe_model(task, sampler, verifier, store, fp, cfg.probe.n, gen_settings(cfg.probe),
                              cfg.probe.seed, tok, cfg.model.name, cfg.probe.bootstrap_iters,
-                             cfg.probe.ci, meta={"path": resolved})
+                             cfg.probe.ci, meta={"path": resolved},
+                             adaptive=AdaptivePlan.from_config(cfg.probe))
     finally:
         sampler.close()
     return result, cfg.model.name
@@ -102,7 +104,7 @@ def write_outputs(result: ProbeResult, run_dir: Path, title: str, prefix: str = 
     files = {
         "passk": write_passk_csv(cur, run_dir / f"{prefix}passk.csv"),
         "problems": write_problems_csv(result.problem_ids, result.n.tolist(), result.c.tolist(),
-                                       run_dir / f"{prefix}problems.csv"),
+                                       run_dir / f"{prefix}problems.csv", _stops(result)),
     }
     curves = {"pass@k (unbiased)": (cur.ks, cur.pass_at_k, cur.ci_low, cur.ci_high)}
     if result.curve_strict is not None:
@@ -112,6 +114,11 @@ def write_outputs(result: ProbeResult, run_dir: Path, title: str, prefix: str = 
     files["plot"] = plot_passk(curves, run_dir / f"{prefix}passk.png",
                                title=f"{title} (n = {cur.kmax}, {len(result.problem_ids)} problems)")
     return files
+
+
+def _stops(result: ProbeResult) -> list[tuple[str, int]] | None:
+    """(stop reason, round) per problem of an adaptive probe; None for a fixed-n probe."""
+    return None if result.adaptive is None else [(s.reason, s.round) for s in result.adaptive]
 
 
 def _groups(result: ProbeResult, task: Task | None, ci: float) -> dict[str, dict[str, Any]]:
@@ -162,8 +169,11 @@ def log_probe(logger: Any, result: ProbeResult, step: int, run_dir: Path, task: 
     logger.log_line_plot(metric_key(PROBE, "passk_curve"), cur.ks.tolist(),
                          {"pass@k": cur.pass_at_k.tolist()},
                          title="pass@k", xname="k", step_metrics={PROBE_STEP: step})
-    logger.log_table(metric_key(PROBE, "problems"), ["problem_id", "n", "c"],
-                     [[pid, int(n), int(c)] for pid, n, c in zip(result.problem_ids, result.n, result.c)],
+    stops = _stops(result)
+    logger.log_table(metric_key(PROBE, "problems"),
+                     ["problem_id", "n", "c"] + (["stop", "round"] if stops else []),
+                     [[pid, int(n), int(c)] + (list(stops[i]) if stops else [])
+                      for i, (pid, n, c) in enumerate(zip(result.problem_ids, result.n, result.c))],
                      extra={PROBE_STEP: step})
     png = run_dir / "passk.png"
     if png.exists():
@@ -178,7 +188,9 @@ def print_summary(result: ProbeResult, store_path: Path, max_new_tokens: int | N
     ks = powers_of_two(cur.kmax)
     print()
     print(f"probe: {result.model_name} on {result.task_name}: {len(result.problem_ids)} problems, "
-          f"n = {cur.kmax} samples each")
+          + (f"n = {cur.kmax} samples each" if result.adaptive is None else
+             f"n = {int(result.n.min())} to {int(result.n.max())} samples each (adaptive; pass@k up "
+             f"to k = {cur.kmax})"))
     if metric == STRICT:
         print("  headline: strict pass@k (right answer and a valid trace); answer-only beside it, "
               "with the gap (answer-only - strict)")
