@@ -243,3 +243,27 @@ def test_budget_extends_uncertified_problems_lowest_count_first(tmp_path):
     assert st["q0"].n > 16 and st["q0"].reason in ("cap", "budget")  # c = 0 extended first
     # The reported curve still reads the first probe.n samples only.
     assert res.curve.kmax == 16
+
+
+def test_the_report_reads_an_adaptive_probe_by_its_design_not_as_plain_counts(tmp_path):
+    from types import SimpleNamespace
+
+    from boundlab.report.comparisons import _adaptive
+
+    store = Store(tmp_path / "s.sqlite")
+    res = _run(store, CoinSampler())
+    head, ans = _adaptive(store, res.key, res.problem_ids, "answer", SimpleNamespace(n=None))
+    assert np.array_equal(head, res.curve.per_problem) and head is ans
+    cut, _ = _adaptive(store, res.key, res.problem_ids, "answer", SimpleNamespace(n=16))
+    assert np.array_equal(cut, res.curve.per_problem[:, :16])
+    # Read as plain counts, the certified problems' c / n would enter pass@1 (optional stopping).
+    plain = pass_at_k_matrix(res.n, res.c, 1)[:, 0]
+    first = pass_at_k_matrix(np.full(len(res.n), 4),
+                             np.array([pc.c for pc in store.counts(res.key, res.problem_ids, 4)]), 1)
+    assert np.array_equal(head[:, 0], first[:, 0]) and not np.array_equal(plain, first[:, 0])
+    # A fixed-n probe is left to the plain path.
+    v = build_verifier("exact")
+    fixed = probe_model(_task(), CoinSampler(), v, store, "fp", 8, GenSettings(max_new_tokens=3),
+                        bootstrap_iters=20, progress=False)
+    v.close()
+    assert _adaptive(store, fixed.key, res.problem_ids, "answer", SimpleNamespace(n=None)) is None

@@ -129,9 +129,13 @@ def _certify_count(pc: ProblemCounts) -> int:
     return pc.c if pc.c_strict is None else pc.c_strict
 
 
-def states(store: Store, key: str, ids: Sequence[str], plan: AdaptivePlan) -> list[ProblemState]:
-    """Each problem's state, recomputed from the stored samples (the first L of each at look L)."""
+def states(store: Store, key: str, ids: Sequence[str], plan: AdaptivePlan,
+           problems: int | None = None) -> list[ProblemState]:
+    """Each problem's state, recomputed from the stored samples (the first L of each at look L).
+    `problems`: how many problems the probe certified over (default len(ids); a reader of a
+    subset, such as the report, passes the probe's own count: the Bonferroni split depends on it)."""
     looks = plan.looks()
+    P = len(ids) if problems is None else problems
     by_look = [{pc.problem_id: pc for pc in store.counts(key, ids, n_max=L)} for L in looks]
     out = []
     for pid in ids:
@@ -140,7 +144,7 @@ def states(store: Store, key: str, ids: Sequence[str], plan: AdaptivePlan) -> li
             if pc.n < L:
                 out.append(ProblemState(pid, pc.n, _certify_count(pc), OPEN, r, L))
                 break
-            if L < plan.cap and plan.certified(_certify_count(pc), L, len(ids)):
+            if L < plan.cap and plan.certified(_certify_count(pc), L, P):
                 out.append(ProblemState(pid, L, _certify_count(pc), CERTIFIED, r, L))
                 break
         else:
@@ -191,12 +195,12 @@ def final_states(plan: AdaptivePlan, st: list[ProblemState],
     return out
 
 
-def matrix(store: Store, key: str, ids: Sequence[str], plan: AdaptivePlan, strict: bool
-           ) -> np.ndarray:
+def matrix(store: Store, key: str, ids: Sequence[str], plan: AdaptivePlan, strict: bool,
+           problems: int | None = None) -> np.ndarray:
     """Problems x k (k = 1..probe.n) pass@k of a finished adaptive probe, as the module docstring
     says: k <= n0 from the first n0 samples, k > n0 from the first probe.n samples, or 1.0 for a
     certified problem."""
-    st = states(store, key, ids, plan)
+    st = states(store, key, ids, plan, problems)
     if any(s.reason == OPEN for s in st):
         raise ValueError(f"adaptive probe {key} is not finished: rerun the same command")
     K, n0 = plan.cap, plan.n0
@@ -219,6 +223,12 @@ def matrix(store: Store, key: str, ids: Sequence[str], plan: AdaptivePlan, stric
         rest[cert] = 1.0
         out[:, n0:] = rest[:, n0:]
     return out
+
+
+def plan_of(settings: dict[str, Any]) -> AdaptivePlan | None:
+    """The plan of a stored probe from its settings (None: a fixed-n probe)."""
+    a = settings.get("adaptive")
+    return None if a is None else AdaptivePlan(**a)
 
 
 def describe(plan: AdaptivePlan, st: Sequence[ProblemState], fixed: int) -> str:

@@ -189,7 +189,7 @@ def print_summary(result: ProbeResult, store_path: Path, max_new_tokens: int | N
     print()
     print(f"probe: {result.model_name} on {result.task_name}: {len(result.problem_ids)} problems, "
           + (f"n = {cur.kmax} samples each" if result.adaptive is None else
-             f"n = {int(result.n.min())} to {int(result.n.max())} samples each (adaptive; pass@k up "
+             f"n = {int(result.n.min())} to {int(result.n.max())} samples (adaptive; pass@k up "
              f"to k = {cur.kmax})"))
     if metric == STRICT:
         print("  headline: strict pass@k (right answer and a valid trace); answer-only beside it, "
