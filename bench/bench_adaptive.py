@@ -98,6 +98,8 @@ def simulate(rates: np.ndarray, plan: AdaptivePlan, K: int, reps: int, seed: int
             "ratio": P * cap / float(used.mean()),
             "max_abs_bias": float(abs(ad_bias[j])), "bias_se": float(ad_se[j]), "at_k": j + 1,
             "ok_every_k": bool(np.all(np.abs(ad_bias) <= plan.epsilon + 3 * ad_se)),
+            # k > n0: where a certified problem counts 1 (k <= n0 is a fixed design).
+            "max_abs_bias_k_gt_n0": float(np.abs(ad_bias[n0:]).max()) if K > n0 else 0.0,
             "pass@1_bias": float(ad_bias[0]), "pass@1_bias_se": float(ad_se[0]),
             "fixed_max_abs_bias": float(np.abs(fx_bias).max()),
             "fixed_bias_se": float(fx_se[int(np.argmax(np.abs(fx_bias)))]),

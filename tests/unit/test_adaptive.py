@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import math
 import sqlite3
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -267,3 +268,53 @@ def test_the_report_reads_an_adaptive_probe_by_its_design_not_as_plain_counts(tm
                         bootstrap_iters=20, progress=False)
     v.close()
     assert _adaptive(store, fixed.key, res.problem_ids, "answer", SimpleNamespace(n=None)) is None
+
+
+def test_boundary_tracking_probes_base_and_checkpoints_adaptively(tmp_path):
+    import csv
+
+    from boundlab.boundary.tracker import build_tracker
+    from boundlab.probe.spec import ProbeSpec
+    from test_boundary_controls import Recorder
+
+    for d in ("base", "ckpt"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "config.json").write_text('{"which": "%s"}' % d)
+    (tmp_path / "run").mkdir()
+    store, v = Store(tmp_path / "s.sqlite"), build_verifier("exact")
+    try:
+        tr = build_tracker(tmp_path / "run", _task(), store, v, Recorder(),
+                           lambda d: (CoinSampler(), None),
+                           ProbeSpec(n=64, gen=GenSettings(max_new_tokens=3), seed=0,
+                                     bootstrap_iters=20, adaptive=PLAN), progress=False)
+        base = tr.probe_base(str(tmp_path / "base"))
+        tr.probe_checkpoint(10, str(tmp_path / "ckpt"))
+    finally:
+        v.close()
+        store.close()
+    assert base.adaptive is not None and len(set(base.n.tolist())) > 1
+    with (tmp_path / "run" / "boundary.csv").open() as f:
+        rows = {r["kind"]: r for r in csv.DictReader(f)}
+    assert rows["base"]["n"] == rows["checkpoint"]["n"] == "64"
+    # The same sampler behind both: the same curve, so no change at k = 1 or k = n.
+    assert float(rows["checkpoint"]["delta_pass@1"]) == 0.0
+    assert float(rows["checkpoint"]["delta_pass@n"]) == 0.0
+
+
+@pytest.mark.parametrize("override,msg", [
+    (["probe.n=16", "probe.n0=32"], "probe.n0=32: must be <= probe.n=16"),
+    (["probe.epsilon=0"], "probe.epsilon=0"),
+    (["probe.budget=100", "probe.budget_cap=8", "probe.n=16", "probe.n0=4"], "probe.budget_cap=8"),
+])
+def test_bad_adaptive_settings_fail_with_one_line(override, msg):
+    from hydra import compose, initialize_config_dir
+
+    from boundlab.config import ConfigError, register_configs
+    from boundlab.validate import validate_probe
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[2] / "conf"),
+                               version_base=None):
+        cfg = compose("probe", overrides=["probe.adaptive=true", *override])
+    with pytest.raises(ConfigError, match=msg.replace(".", r"\.")):
+        validate_probe(cfg.probe)
