@@ -70,6 +70,9 @@ def test_adaptive_probe_killed_mid_round_resumes_and_shows_uneven_n(tmp_path):
     assert "adaptive (n0=8, cap=64" in done.stdout and f"{total} samples vs {P * N} fixed-n" in done.stdout
     run = read_offline_run(run_dir)
     assert any("probe/problems" in h for h in run.history)
+    logged = next(h for h in run.history if "probe/pass@1" in h)
+    assert logged["probe/adaptive/samples"] == total
+    assert logged["probe/adaptive/certified"] == sum(r["stop"] == "certified" for r in rows)
     # Run again: everything is in the store.
     again = subprocess.run([sys.executable, str(ROOT / "probe.py"), *ARGS, "logger=none",
                             f"hydra.run.dir={tmp_path / 'again'}"], cwd=tmp_path,

@@ -143,6 +143,10 @@ def passk_metrics(result: ProbeResult, prefix: str = PROBE,
     m[metric_key(prefix, "problems")] = len(result.problem_ids)
     m[metric_key(prefix, "strict_is_headline")] = int(metric == STRICT)
     m[metric_key(prefix, "saturated")] = int(saturation(cur)["saturated"])
+    if result.adaptive is not None:  # samples the design used, problems it certified early
+        m[metric_key(prefix, "adaptive", "samples")] = int(result.n.sum())
+        m[metric_key(prefix, "adaptive", "certified")] = sum(s.reason == "certified"
+                                                             for s in result.adaptive)
     if result.answers is not None:
         m[metric_key(prefix, "boxed_share")] = result.answers.boxed_share
         m[metric_key(prefix, "truncated_share")] = result.answers.truncated_share
