@@ -105,6 +105,9 @@ class ProbeSettings:
     budget: Optional[int] = None
     # The largest n a budget extension doubles a problem up to.
     budget_cap: int = 4096
+    # Also write a beta-binomial fit's predicted pass@k for k = 2n, 4n, ... up to this k
+    # (passk_predicted.csv, dashed in passk.png): a model, never mixed with measured pass@k.
+    predict_k: Optional[int] = None
 
 
 @dataclass

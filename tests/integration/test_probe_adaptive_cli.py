@@ -73,9 +73,17 @@ def test_adaptive_probe_killed_mid_round_resumes_and_shows_uneven_n(tmp_path):
     logged = next(h for h in run.history if "probe/pass@1" in h)
     assert logged["probe/adaptive/samples"] == total
     assert logged["probe/adaptive/certified"] == sum(r["stop"] == "certified" for r in rows)
-    # Run again: everything is in the store.
+    # Run again: everything is in the store. The prediction beyond n has its own file and line.
     again = subprocess.run([sys.executable, str(ROOT / "probe.py"), *ARGS, "logger=none",
-                            f"hydra.run.dir={tmp_path / 'again'}"], cwd=tmp_path,
-                           env=_env(tmp_path), capture_output=True, text=True, timeout=600)
-    assert again.returncode == 0 and "nothing new to sample" in again.stdout
+                            "probe.predict_k=256", f"hydra.run.dir={tmp_path / 'again'}"],
+                           cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True,
+                           timeout=600)
+    assert again.returncode == 0 and "nothing new to sample" in again.stdout, again.stderr
     assert (tmp_path / "again" / "problems.csv").read_text() == (run_dir / "problems.csv").read_text()
+    assert (tmp_path / "again" / "passk.csv").read_text() == (run_dir / "passk.csv").read_text()
+    with (tmp_path / "again" / "passk_predicted.csv").open() as f:
+        pred = list(csv.DictReader(f))
+    assert [int(r["k"]) for r in pred] == [128, 256]
+    assert all(0 <= float(r["ci_low"]) <= float(r["predicted_pass_at_k"]) <= float(r["ci_high"]) <= 1
+               for r in pred)
+    assert "predicted, not measured (beta-binomial fit" in again.stdout

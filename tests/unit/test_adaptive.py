@@ -305,6 +305,7 @@ def test_boundary_tracking_probes_base_and_checkpoints_adaptively(tmp_path):
     (["probe.n=16", "probe.n0=32"], "probe.n0=32: must be <= probe.n=16"),
     (["probe.epsilon=0"], "probe.epsilon=0"),
     (["probe.budget=100", "probe.budget_cap=8", "probe.n=16", "probe.n0=4"], "probe.budget_cap=8"),
+    (["probe.n=16", "probe.n0=4", "probe.predict_k=16"], "probe.predict_k=16: must be > probe.n=16"),
 ])
 def test_bad_adaptive_settings_fail_with_one_line(override, msg):
     from hydra import compose, initialize_config_dir

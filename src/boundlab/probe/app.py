@@ -63,10 +63,16 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
         else:
             result, model_name = _probe_model(cfg, task, verifier, store)
         logger = build_logger(cfg.logger, run_dir, to_dict(cfg))
-        write_outputs(result, run_dir, title=f"{model_name} on {task.name}")
+        predicted = _predict(result, getattr(cfg.probe, "predict_k", None), cfg.probe.ci)
+        write_outputs(result, run_dir, title=f"{model_name} on {task.name}", predicted=predicted)
         log_probe(logger, result, step=0, run_dir=run_dir, task=task, ci=cfg.probe.ci)
         print_summary(result, store.path, None if cfg.samples else cfg.probe.max_new_tokens, task,
                       cfg.probe.ci)
+        if predicted is not None:
+            print(f"  predicted, not measured (beta-binomial fit over problems, a = {predicted.a:.3f}, "
+                  f"b = {predicted.b:.3f}; passk_predicted.csv): " + ", ".join(
+                      f"pass@{k} {v:.4f} [{lo:.4f}, {hi:.4f}]" for k, v, lo, hi in
+                      zip(predicted.ks, predicted.value, predicted.ci_low, predicted.ci_high)))
         return result
     finally:
         verifier.close()
@@ -97,7 +103,24 @@ def _probe_model(cfg: Any, task: Task, verifier: Any, store: Store) -> tuple[Pro
     return result, cfg.model.name
 
 
-def write_outputs(result: ProbeResult, run_dir: Path, title: str, prefix: str = "") -> dict[str, Path]:
+def _predict(result: ProbeResult, predict_k: int | None, ci: float) -> Any:
+    """probe.predict_k: the beta-binomial prediction (boundlab.probe.predict) of the headline
+    metric at k = 2n, 4n, ... up to predict_k; None when not asked."""
+    if not predict_k:
+        return None
+    from boundlab.probe.predict import predict
+
+    _, c = view(result, headline_metric(result))
+    kmax, ks = result.curve.kmax, []
+    k = 2 * kmax
+    while k < predict_k:
+        ks.append(k)
+        k *= 2
+    return predict(result.n, c, ks + [int(predict_k)], ci=ci)
+
+
+def write_outputs(result: ProbeResult, run_dir: Path, title: str, prefix: str = "",
+                  predicted: Any = None) -> dict[str, Path]:
     from boundlab.tracking.plots import plot_passk
 
     cur = result.curve
@@ -111,9 +134,26 @@ def write_outputs(result: ProbeResult, run_dir: Path, title: str, prefix: str = 
         cs = result.curve_strict
         files["passk_strict"] = write_passk_csv(cs, run_dir / f"{prefix}passk_strict.csv")
         curves["valid trace only"] = (cs.ks, cs.pass_at_k, cs.ci_low, cs.ci_high)
+    if predicted is not None:
+        # Its own file and a dashed curve from the last measured k: never a pass@k row.
+        path = run_dir / f"{prefix}passk_predicted.csv"
+        path.write_text("k,predicted_pass_at_k,ci_low,ci_high\n" + "".join(
+            f"{int(k)},{v:.10f},{lo:.10f},{hi:.10f}\n" for k, v, lo, hi in
+            zip(predicted.ks, predicted.value, predicted.ci_low, predicted.ci_high)))
+        files["predicted"] = path
+        head = result.curve_strict if result.curve_strict is not None else cur
+        curves["predicted (beta-binomial fit)"] = (
+            [head.kmax, *predicted.ks], [head.at(head.kmax), *predicted.value],
+            [head.at(head.kmax), *predicted.ci_low], [head.at(head.kmax), *predicted.ci_high])
     files["plot"] = plot_passk(curves, run_dir / f"{prefix}passk.png",
-                               title=f"{title} (n = {cur.kmax}, {len(result.problem_ids)} problems)")
+                               title=f"{title} (n = {_n_text(result)}, {len(result.problem_ids)} problems)")
     return files
+
+
+def _n_text(result: ProbeResult) -> str:
+    if result.adaptive is None:
+        return str(result.curve.kmax)
+    return f"{int(result.n.min())} to {int(result.n.max())}, adaptive"
 
 
 def _stops(result: ProbeResult) -> list[tuple[str, int]] | None:
