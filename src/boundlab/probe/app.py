@@ -153,7 +153,12 @@ def write_outputs(result: ProbeResult, run_dir: Path, title: str, prefix: str = 
 def _n_text(result: ProbeResult) -> str:
     if result.adaptive is None:
         return str(result.curve.kmax)
-    return f"{int(result.n.min())} to {int(result.n.max())}, adaptive"
+    return f"{_n_range(result)}, adaptive"
+
+
+def _n_range(result: ProbeResult) -> str:
+    lo, hi = int(result.n.min()), int(result.n.max())
+    return str(lo) if lo == hi else f"{lo} to {hi}"
 
 
 def _stops(result: ProbeResult) -> list[tuple[str, int]] | None:
@@ -233,8 +238,7 @@ def print_summary(result: ProbeResult, store_path: Path, max_new_tokens: int | N
     print()
     print(f"probe: {result.model_name} on {result.task_name}: {len(result.problem_ids)} problems, "
           + (f"n = {cur.kmax} samples each" if result.adaptive is None else
-             f"n = {int(result.n.min())} to {int(result.n.max())} samples (adaptive; pass@k up "
-             f"to k = {cur.kmax})"))
+             f"n = {_n_range(result)} samples (adaptive; pass@k up to k = {cur.kmax})"))
     if metric == STRICT:
         print("  headline: strict pass@k (right answer and a valid trace); answer-only beside it, "
               "with the gap (answer-only - strict)")
