@@ -100,6 +100,23 @@ class ProbeSettings:
     bootstrap_iters: int = 1000
     # Confidence level of the intervals.
     ci: float = 0.95
+    # Adaptive probing (README "Adaptive probing"): n0 samples per problem, then rounds doubling n
+    # up to probe.n only for problems whose pass@k (k > n0) is not yet certified within epsilon.
+    adaptive: bool = False
+    # First-round samples of every problem; pass@k for k <= n0 reads only these (exactly unbiased).
+    n0: int = 32
+    # A problem stops once its pass@k is certified >= 1 - epsilon at every k > n0.
+    epsilon: float = 1e-3
+    # Clopper-Pearson error, split over every problem and every round (Bonferroni).
+    delta: float = 0.01
+    # Total samples the probe may use (null = no extension); what the rounds leave goes to problems
+    # still uncertified at probe.n (c = 0 first). It changes no reported pass@k, only n and c.
+    budget: Optional[int] = None
+    # The largest n a budget extension doubles a problem up to.
+    budget_cap: int = 4096
+    # Also write a beta-binomial fit's predicted pass@k for k = 2n, 4n, ... up to this k
+    # (passk_predicted.csv, dashed in passk.png): a model, never mixed with measured pass@k.
+    predict_k: Optional[int] = None
 
 
 @dataclass

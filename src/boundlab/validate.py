@@ -97,6 +97,20 @@ def validate_probe(p: Any, prefix: str = "probe") -> None:
     _at_least(p, prefix, "bootstrap_iters", 1, " (bootstrap resamples for the confidence intervals)")
     if not 0 < p.ci < 1:
         _fail(f"{prefix}.ci", p.ci, "must be a confidence level in (0, 1), e.g. 0.95")
+    if getattr(p, "adaptive", False):
+        _at_least(p, prefix, "n0", 1, " (first-round samples of every problem)")
+        if p.n0 > p.n:
+            _fail(f"{prefix}.n0", p.n0, f"must be <= {prefix}.n={p.n} (the cap of the rounds)")
+        for name in ("epsilon", "delta"):
+            if not 0 < getattr(p, name) < 1:
+                _fail(f"{prefix}.{name}", getattr(p, name), "must be in (0, 1)")
+        if p.budget is not None:
+            _at_least(p, prefix, "budget", 1, " (total samples; null = no extension)")
+            if p.budget_cap < p.n:
+                _fail(f"{prefix}.budget_cap", p.budget_cap, f"must be >= {prefix}.n={p.n}")
+    if getattr(p, "predict_k", None) is not None and p.predict_k <= p.n:
+        _fail(f"{prefix}.predict_k", p.predict_k, f"must be > {prefix}.n={p.n}: below it pass@k is "
+              f"measured (null = no prediction)")
     if getattr(p, "null_seed_offset", None) == 0:
         _fail(f"{prefix}.null_seed_offset", 0, "must not be 0: the base-vs-base null probes the base "
               f"again with another sampling seed, {prefix}.seed + offset (null = no null probe)")

@@ -19,8 +19,9 @@ def test_unknown_key_names_the_path_and_what_is_known_there():
     msg = unknown_key(["algo.gama=0.9"], CONF, TrainMain)
     assert msg.startswith("unknown config key 'algo.gama' (known here: distill, ")
     assert unknown_key(["probe.nn=3"], CONF, ProbeMain) == (
-        "unknown config key 'probe.nn' (known here: bootstrap_iters, ci, limit, max_new_tokens, n, "
-        "null_seed_offset, seed, stop, temperature, top_p)")
+        "unknown config key 'probe.nn' (known here: adaptive, bootstrap_iters, budget, budget_cap, ci, "
+        "delta, epsilon, limit, max_new_tokens, n, n0, null_seed_offset, predict_k, seed, stop, "
+        "temperature, top_p)")
     # Nested typed blocks and Optional fields are walked too.
     assert unknown_key(["algo.onpolicy.critic.lr=1"], CONF, TrainMain).startswith(
         "unknown config key 'algo.onpolicy.critic.lr'")

@@ -92,7 +92,7 @@ class BoundaryTracker:
                                    model_fingerprint(model_dir, self.store), self.n, self.gen,
                                    self.seed if seed is None else seed, tok, name,
                                    self.bootstrap_iters, self.ci, self.progress,
-                                   meta={"path": model_dir})
+                                   meta={"path": model_dir}, adaptive=self.spec.adaptive)
             finally:
                 sampler.close()
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from boundlab.config import to_dict
+from boundlab.probe.adaptive import AdaptivePlan
 from boundlab.probe.answer_stats import summary_lines
 from boundlab.probe.compare import ANSWER, STRICT, group_stats, headline_metric, saturation, view
 from boundlab.probe.curves import write_passk_csv, write_problems_csv
@@ -64,10 +65,16 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
         else:
             result, model_name = _probe_model(cfg, task, verifier, store)
         logger = build_logger(cfg.logger, run_dir, to_dict(cfg))
-        write_outputs(result, run_dir, title=f"{model_name} on {task.name}")
+        predicted = _predict(result, getattr(cfg.probe, "predict_k", None), cfg.probe.ci)
+        write_outputs(result, run_dir, title=f"{model_name} on {task.name}", predicted=predicted)
         log_probe(logger, result, step=0, run_dir=run_dir, task=task, ci=cfg.probe.ci)
         print_summary(result, store.path, None if cfg.samples else cfg.probe.max_new_tokens, task,
                       cfg.probe.ci)
+        if predicted is not None:
+            print(f"  predicted, not measured (beta-binomial fit over problems, a = {predicted.a:.3f}, "
+                  f"b = {predicted.b:.3f}; passk_predicted.csv): " + ", ".join(
+                      f"pass@{k} {v:.4f} [{lo:.4f}, {hi:.4f}]" for k, v, lo, hi in
+                      zip(predicted.ks, predicted.value, predicted.ci_low, predicted.ci_high)))
         return result
     finally:
         verifier.close()
@@ -91,29 +98,74 @@ def _probe_model(cfg: Any, task: Task, verifier: Any, store: Store) -> tuple[Pro
     try:
         result = probe_model(task, sampler, verifier, store, fp, cfg.probe.n, gen_settings(cfg.probe),
                              cfg.probe.seed, tok, cfg.model.name, cfg.probe.bootstrap_iters,
-                             cfg.probe.ci, meta={"path": resolved})
+                             cfg.probe.ci, meta={"path": resolved},
+                             adaptive=AdaptivePlan.from_config(cfg.probe))
     finally:
         sampler.close()
     return result, cfg.model.name
 
 
-def write_outputs(result: ProbeResult, run_dir: Path, title: str, prefix: str = "") -> dict[str, Path]:
+def _predict(result: ProbeResult, predict_k: int | None, ci: float) -> Any:
+    """probe.predict_k: the beta-binomial prediction (boundlab.probe.predict) of the headline
+    metric at k = 2n, 4n, ... up to predict_k; None when not asked."""
+    if not predict_k:
+        return None
+    from boundlab.probe.predict import predict
+
+    _, c = view(result, headline_metric(result))
+    kmax, ks = result.curve.kmax, []
+    k = 2 * kmax
+    while k < predict_k:
+        ks.append(k)
+        k *= 2
+    return predict(result.n, c, ks + [int(predict_k)], ci=ci)
+
+
+def write_outputs(result: ProbeResult, run_dir: Path, title: str, prefix: str = "",
+                  predicted: Any = None) -> dict[str, Path]:
     from boundlab.tracking.plots import plot_passk
 
     cur = result.curve
     files = {
         "passk": write_passk_csv(cur, run_dir / f"{prefix}passk.csv"),
         "problems": write_problems_csv(result.problem_ids, result.n.tolist(), result.c.tolist(),
-                                       run_dir / f"{prefix}problems.csv"),
+                                       run_dir / f"{prefix}problems.csv", _stops(result)),
     }
     curves = {"pass@k (unbiased)": (cur.ks, cur.pass_at_k, cur.ci_low, cur.ci_high)}
     if result.curve_strict is not None:
         cs = result.curve_strict
         files["passk_strict"] = write_passk_csv(cs, run_dir / f"{prefix}passk_strict.csv")
         curves["valid trace only"] = (cs.ks, cs.pass_at_k, cs.ci_low, cs.ci_high)
+    if predicted is not None:
+        # Its own file and a dashed curve from the last measured k: never a pass@k row.
+        path = run_dir / f"{prefix}passk_predicted.csv"
+        path.write_text("k,predicted_pass_at_k,ci_low,ci_high\n" + "".join(
+            f"{int(k)},{v:.10f},{lo:.10f},{hi:.10f}\n" for k, v, lo, hi in
+            zip(predicted.ks, predicted.value, predicted.ci_low, predicted.ci_high)))
+        files["predicted"] = path
+        head = result.curve_strict if result.curve_strict is not None else cur
+        curves["predicted (beta-binomial fit)"] = (
+            [head.kmax, *predicted.ks], [head.at(head.kmax), *predicted.value],
+            [head.at(head.kmax), *predicted.ci_low], [head.at(head.kmax), *predicted.ci_high])
     files["plot"] = plot_passk(curves, run_dir / f"{prefix}passk.png",
-                               title=f"{title} (n = {cur.kmax}, {len(result.problem_ids)} problems)")
+                               title=f"{title} (n = {_n_text(result)}, {len(result.problem_ids)} problems)")
     return files
+
+
+def _n_text(result: ProbeResult) -> str:
+    if result.adaptive is None:
+        return str(result.curve.kmax)
+    return f"{_n_range(result)}, adaptive"
+
+
+def _n_range(result: ProbeResult) -> str:
+    lo, hi = int(result.n.min()), int(result.n.max())
+    return str(lo) if lo == hi else f"{lo} to {hi}"
+
+
+def _stops(result: ProbeResult) -> list[tuple[str, int]] | None:
+    """(stop reason, round) per problem of an adaptive probe; None for a fixed-n probe."""
+    return None if result.adaptive is None else [(s.reason, s.round) for s in result.adaptive]
 
 
 def _groups(result: ProbeResult, task: Task | None, ci: float) -> dict[str, dict[str, Any]]:
@@ -138,6 +190,10 @@ def passk_metrics(result: ProbeResult, prefix: str = PROBE,
     m[metric_key(prefix, "problems")] = len(result.problem_ids)
     m[metric_key(prefix, "strict_is_headline")] = int(metric == STRICT)
     m[metric_key(prefix, "saturated")] = int(saturation(cur)["saturated"])
+    if result.adaptive is not None:  # samples the design used, problems it certified early
+        m[metric_key(prefix, "adaptive", "samples")] = int(result.n.sum())
+        m[metric_key(prefix, "adaptive", "certified")] = sum(s.reason == "certified"
+                                                             for s in result.adaptive)
     if result.answers is not None:
         m[metric_key(prefix, "boxed_share")] = result.answers.boxed_share
         m[metric_key(prefix, "truncated_share")] = result.answers.truncated_share
@@ -164,8 +220,11 @@ def log_probe(logger: Any, result: ProbeResult, step: int, run_dir: Path, task: 
     logger.log_line_plot(metric_key(PROBE, "passk_curve"), cur.ks.tolist(),
                          {"pass@k": cur.pass_at_k.tolist()},
                          title="pass@k", xname="k", step_metrics={PROBE_STEP: step})
-    logger.log_table(metric_key(PROBE, "problems"), ["problem_id", "n", "c"],
-                     [[pid, int(n), int(c)] for pid, n, c in zip(result.problem_ids, result.n, result.c)],
+    stops = _stops(result)
+    logger.log_table(metric_key(PROBE, "problems"),
+                     ["problem_id", "n", "c"] + (["stop", "round"] if stops else []),
+                     [[pid, int(n), int(c)] + (list(stops[i]) if stops else [])
+                      for i, (pid, n, c) in enumerate(zip(result.problem_ids, result.n, result.c))],
                      extra={PROBE_STEP: step})
     png = run_dir / "passk.png"
     if png.exists():
@@ -180,7 +239,8 @@ def print_summary(result: ProbeResult, store_path: Path, max_new_tokens: int | N
     ks = powers_of_two(cur.kmax)
     print()
     print(f"probe: {result.model_name} on {result.task_name}: {len(result.problem_ids)} problems, "
-          f"n = {cur.kmax} samples each")
+          + (f"n = {cur.kmax} samples each" if result.adaptive is None else
+             f"n = {_n_range(result)} samples (adaptive; pass@k up to k = {cur.kmax})"))
     if metric == STRICT:
         print("  headline: strict pass@k (right answer and a valid trace); answer-only beside it, "
               "with the gap (answer-only - strict)")

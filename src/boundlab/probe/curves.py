@@ -42,10 +42,18 @@ def compute_curve(n: Sequence[int], c: Sequence[int], kmax: int | None = None,
     kmax = int(n_arr.min()) if kmax is None else int(kmax)
     if kmax < 1:
         raise ValueError("every problem needs at least one sample")
-    mat = pass_at_k_matrix(n_arr, c_arr, kmax)
+    return curve_from_matrix(pass_at_k_matrix(n_arr, c_arr, kmax), n_arr, c_arr, bootstrap_iters,
+                             ci, seed)
+
+
+def curve_from_matrix(mat: np.ndarray, n: Sequence[int], c: Sequence[int],
+                      bootstrap_iters: int = 1000, ci: float = 0.95, seed: int = 0) -> Curve:
+    """A curve from a per-problem pass@k matrix built elsewhere (adaptive probes: see
+    boundlab.probe.adaptive.matrix); n and c give the labelled biased comparison only."""
+    kmax = mat.shape[1]
     lo, hi = bootstrap_ci(mat, iters=bootstrap_iters, alpha=1 - ci, seed=seed)
     return Curve(np.arange(1, kmax + 1), mat.mean(axis=0), lo, hi, mat,
-                 pass_at_k_biased(n_arr, c_arr, kmax))
+                 pass_at_k_biased(np.asarray(n), np.asarray(c), kmax))
 
 
 def write_passk_csv(curve: Curve, path: str | Path) -> Path:
@@ -59,13 +67,15 @@ def write_passk_csv(curve: Curve, path: str | Path) -> Path:
 
 
 def write_problems_csv(problem_ids: Sequence[str], n: Sequence[int], c: Sequence[int],
-                       path: str | Path) -> Path:
+                       path: str | Path, stops: Sequence[tuple[str, int]] | None = None) -> Path:
+    """`problem_id,n,c`, plus `stop,round` for an adaptive probe (why and when each problem
+    stopped: certified, cap or budget)."""
     path = Path(path)
     with path.open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["problem_id", "n", "c"])
-        for row in zip(problem_ids, n, c):
-            w.writerow(list(row))
+        w.writerow(["problem_id", "n", "c"] + (["stop", "round"] if stops is not None else []))
+        for i, row in enumerate(zip(problem_ids, n, c)):
+            w.writerow(list(row) + (list(stops[i]) if stops is not None else []))
     return path
 
 

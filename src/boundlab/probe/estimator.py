@@ -26,11 +26,16 @@ def pass_at_k_single(n: int, c: int, k: int) -> float:
     return float(1.0 - np.prod(1.0 - k / i))
 
 
-def pass_at_k_matrix(n: np.ndarray, c: np.ndarray, kmax: int) -> np.ndarray:
+def pass_at_k_matrix(n: np.ndarray, c: np.ndarray, kmax: int,
+                     beyond: np.ndarray | None = None) -> np.ndarray:
     """pass@k for every problem (rows) and every k in 1..kmax (columns), float64.
 
-    All problems must have n >= kmax. Uses log-space cumulative sums of the product form, so the
-    whole matrix costs O(P * kmax) rather than O(P * kmax * n).
+    Uneven n: each problem contributes at every k <= its own n its own unbiased value. pass@k for
+    k > n_i is not defined by the problem's samples, so it is never extrapolated: a problem with
+    n_i < kmax needs a value for those k in `beyond` (adaptive probing: 1.0 for a problem whose
+    pass@k is certified >= 1 - epsilon there; see boundlab.probe.adaptive), and without one (NaN,
+    or no `beyond`) the call fails. Callers that have no such value report k up to min(n).
+    Uses log-space sums of the product form, O(P * kmax * c) in all.
     """
     n = np.asarray(n, dtype=np.int64)
     c = np.asarray(c, dtype=np.int64)
@@ -38,23 +43,46 @@ def pass_at_k_matrix(n: np.ndarray, c: np.ndarray, kmax: int) -> np.ndarray:
         raise ValueError("n and c must be 1-D arrays of the same length")
     if np.any(c < 0) or np.any(c > n):
         raise ValueError("need 0 <= c <= n for every problem")
-    if kmax < 1 or np.any(n < kmax):
-        raise ValueError(f"every problem needs n >= kmax={kmax}")
+    if kmax < 1 or np.any(n < 1):
+        raise ValueError(f"need kmax >= 1 and n >= 1 for every problem, got kmax={kmax}")
+    short = n < kmax
+    if np.any(short):
+        fill = np.full(len(n), np.nan) if beyond is None else np.asarray(beyond, dtype=np.float64)
+        bad = np.nonzero(short & np.isnan(fill))[0]
+        if len(bad):
+            raise ValueError(f"every problem needs n >= kmax={kmax} (problem {int(bad[0])} has "
+                             f"n={int(n[bad[0]])}; pass@k for k > n is not defined by its samples)")
     out = np.empty((len(n), kmax), dtype=np.float64)
     ks = np.arange(1, kmax + 1, dtype=np.float64)
     for row, (ni, ci) in enumerate(zip(n.tolist(), c.tolist())):
+        top = min(kmax, ni)  # columns the problem's own samples define
         if ci == 0:
-            out[row] = 0.0
-            continue
-        # ratio(k) = prod_{i=n-c+1}^{n} (1 - k/i); zero as soon as k > n - c.
-        i = np.arange(ni - ci + 1, ni + 1, dtype=np.float64)
-        free = ni - ci  # k <= free keeps every factor positive
-        kk = ks[: min(kmax, free)]
-        ratio = np.zeros(kmax, dtype=np.float64)
-        if len(kk):
-            ratio[: len(kk)] = np.exp(np.log1p(-kk[:, None] / i[None, :]).sum(axis=1))
-        out[row] = 1.0 - ratio
+            out[row, :top] = 0.0
+        else:
+            # ratio(k) = prod_{i=n-c+1}^{n} (1 - k/i); zero as soon as k > n - c.
+            i = np.arange(ni - ci + 1, ni + 1, dtype=np.float64)
+            free = ni - ci  # k <= free keeps every factor positive
+            kk = ks[: min(top, free)]
+            ratio = np.zeros(top, dtype=np.float64)
+            if len(kk):
+                ratio[: len(kk)] = np.exp(np.log1p(-kk[:, None] / i[None, :]).sum(axis=1))
+            out[row, :top] = 1.0 - ratio
+        if top < kmax:
+            out[row, top:] = fill[row]
     return out
+
+
+def pass_at_k_table(n: int, kmax: int) -> np.ndarray:
+    """(n + 1) x kmax table: row c holds pass@k for c correct out of n, k = 1..kmax (<= n).
+    The same product form as `pass_at_k_matrix`, summed cumulatively over c (for simulations)."""
+    if not 1 <= kmax <= n:
+        raise ValueError(f"need 1 <= kmax <= n, got kmax={kmax}, n={n}")
+    ks = np.arange(1, kmax + 1, dtype=np.float64)[None, :]
+    i = np.arange(n, 0, -1, dtype=np.float64)[:, None]  # the factor added by the (j+1)-th success
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(ks < i, np.log1p(-ks / i), -np.inf)
+    logratio = np.vstack([np.zeros((1, kmax)), np.cumsum(terms, axis=0)])
+    return 1.0 - np.exp(logratio)
 
 
 def pass_at_k_curve(n: np.ndarray, c: np.ndarray, kmax: int | None = None) -> np.ndarray:

@@ -19,8 +19,9 @@ from typing import Any, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from boundlab.probe import adaptive as A
 from boundlab.probe.answer_stats import AnswerStats, answer_stats
-from boundlab.probe.curves import Curve, compute_curve
+from boundlab.probe.curves import Curve, compute_curve, curve_from_matrix
 from boundlab.probe.store import SampleRow, Store, probe_key
 from boundlab.probe.verdicts import before_sampling, probe_settings, with_timeout_note
 from boundlab.sampling.base import Completion, GenSettings, Sampler
@@ -46,6 +47,8 @@ class ProbeResult:
     notes: tuple[str, ...] = ()
     # Box share and truncated share of these samples (math verifier only; see answer_stats).
     answers: AnswerStats | None = None
+    # Adaptive probes: each problem's state (stop reason, round), in problem order; None: fixed n.
+    adaptive: list[A.ProblemState] | None = None
 
     @property
     def kmax(self) -> int:
@@ -146,6 +149,33 @@ def sample_into_store(task: Task, sampler: Sampler, verifier: Verifier, store: S
     return written
 
 
+def sample_adaptive(task: Task, sampler: Sampler, verifier: Verifier, store: Store, key: str,
+                    plan: A.AdaptivePlan, gen: GenSettings, seed: int, tokenizer: Any = None,
+                    progress: bool = True, desc: str = "sampling") -> int:
+    """Rounds (boundlab.probe.adaptive): each samples the open problems up to the round's n, in
+    the batched sampler (`sample_into_store` over the open problems only). The state is recomputed
+    from the store before every round, so a killed probe resumes mid-round. Returns new samples."""
+    ids = [p.problem_id for p in task.problems]
+    written = 0
+    while True:
+        st = A.states(store, key, ids, plan)
+        done = store.counts_done(key)
+        todo = {s.problem_id: s.target for s in st if s.reason == A.OPEN}
+        if not todo:
+            st = A.final_states(plan, st, done)
+            todo = {s.problem_id: s.target for s in st if s.reason == A.OPEN}
+        store.put_adaptive_states(key, [(s.problem_id, s.n, s.c, s.reason, s.round) for s in st])
+        if not todo:
+            return written
+        target = min(todo.values())
+        sub = task.with_problems([p for p in task.problems if todo.get(p.problem_id) == target])
+        got = sample_into_store(sub, sampler, verifier, store, key, target, gen, seed, tokenizer,
+                                progress, desc=f"{desc} (adaptive, {len(sub)} open, n = {target})")
+        if got == 0:  # every sample withheld (e.g. sandbox errors): a rerun tops it up
+            return written
+        written += got
+
+
 def _chunk_seed(seed: int, chunk: Sequence[tuple[Problem, int, int]]) -> int:
     p, start, _ = chunk[0]
     digest = hashlib.sha256(f"{seed}:{p.problem_id}:{start}".encode()).digest()
@@ -154,9 +184,13 @@ def _chunk_seed(seed: int, chunk: Sequence[tuple[Problem, int, int]]) -> int:
 
 def result_from_store(store: Store, key: str, task: Task, n: int | None = None,
                       bootstrap_iters: int = 1000, ci: float = 0.95, model_name: str = "",
-                      seconds: float = 0.0, new_samples: int = 0) -> ProbeResult:
+                      seconds: float = 0.0, new_samples: int = 0,
+                      adaptive: A.AdaptivePlan | None = None) -> ProbeResult:
     """Counts and curves for `task`'s problems from the store (first n samples of each)."""
     ids = [p.problem_id for p in task.problems]
+    if adaptive is not None:
+        return _adaptive_result(store, key, task, adaptive, bootstrap_iters, ci, model_name,
+                                seconds, new_samples)
     counts = store.counts(key, ids, n_max=n)
     missing = [pc.problem_id for pc in counts if pc.n == 0]
     if missing:
@@ -177,21 +211,64 @@ def result_from_store(store: Store, key: str, task: Task, n: int | None = None,
                        new_samples, seconds, tuple(notes), answer_stats(store, key, ids, n))
 
 
+def _adaptive_result(store: Store, key: str, task: Task, plan: A.AdaptivePlan,
+                     bootstrap_iters: int, ci: float, model_name: str, seconds: float,
+                     new_samples: int) -> ProbeResult:
+    """An adaptive probe's result: curves from `adaptive.matrix`; n, c per problem are the samples
+    its design used (its look when certified, else the cap or its budget extension)."""
+    ids = [p.problem_id for p in task.problems]
+    st = A.final_states(plan, A.states(store, key, ids, plan), store.counts_done(key))
+    if any(s.reason == A.OPEN for s in st):
+        raise ValueError(f"adaptive probe {key} is not finished: rerun the same command")
+    per: dict[str, Any] = {}
+    for nv in sorted({s.n for s in st}):
+        group = [s.problem_id for s in st if s.n == nv]
+        per.update({pc.problem_id: pc for pc in store.counts(key, group, n_max=nv)})
+    counts = [per[pid] for pid in ids]
+    n_arr = np.array([pc.n for pc in counts])
+    c_arr = np.array([pc.c for pc in counts])
+    strict_known = all(pc.c_strict is not None for pc in counts)
+    c_strict = np.array([pc.c_strict for pc in counts]) if strict_known else None
+    curve = curve_from_matrix(A.matrix(store, key, ids, plan, strict=False), n_arr, c_arr,
+                              bootstrap_iters, ci)
+    curve_strict = (curve_from_matrix(A.matrix(store, key, ids, plan, strict=True), n_arr,
+                                      c_strict, bootstrap_iters, ci)
+                    if c_strict is not None else None)
+    notes = (A.describe(plan, st, plan.cap * len(ids)),)
+    return ProbeResult(key, model_name, task.name, ids, n_arr, c_arr, c_strict, curve, curve_strict,
+                       new_samples, seconds, notes, answer_stats(store, key, ids, int(n_arr.max())),
+                       adaptive=st)
+
+
 def probe_model(task: Task, sampler: Sampler, verifier: Verifier, store: Store, model_fp: str,
                 n: int, gen: GenSettings, seed: int = 0, tokenizer: Any = None,
                 model_name: str = "", bootstrap_iters: int = 1000, ci: float = 0.95,
-                progress: bool = True, meta: dict | None = None) -> ProbeResult:
-    """Probe one model on one task: resume or extend what the store holds, then compute curves."""
+                progress: bool = True, meta: dict | None = None,
+                adaptive: A.AdaptivePlan | None = None) -> ProbeResult:
+    """Probe one model on one task: resume or extend what the store holds, then compute curves.
+    With `adaptive` (n must be its cap), sample in rounds (boundlab.probe.adaptive)."""
     style = "chat" if (task.chat and tokenizer is not None and getattr(tokenizer, "chat_template", None)) else "raw"
     settings = probe_settings(sampling_settings(gen, seed, style), verifier)
+    if adaptive is not None:
+        if adaptive.cap != n:
+            raise ValueError(f"adaptive cap {adaptive.cap} != probe.n {n}")
+        # Part of the key: an adaptive store never mixes with a fixed-n one or another design's.
+        settings["adaptive"] = adaptive.key_settings()
     key = probe_key(model_fp, task.fingerprint(), settings)
     store.ensure_probe(key, model_fp, task.fingerprint(), settings, model_name, task.name, meta)
     t0 = time.time()
-    before_sampling(store, key, model_fp, task.fingerprint(), settings, task, verifier, n)
-    new = sample_into_store(task, sampler, verifier, store, key, n, gen, seed, tokenizer, progress,
-                            desc=f"probe {model_name or 'model'} on {task.name}")
+    most = n if adaptive is None or adaptive.budget is None else adaptive.budget_cap
+    before_sampling(store, key, model_fp, task.fingerprint(), settings, task, verifier, most)
+    desc = f"probe {model_name or 'model'} on {task.name}"
+    if adaptive is None:
+        new = sample_into_store(task, sampler, verifier, store, key, n, gen, seed, tokenizer,
+                                progress, desc=desc)
+    else:
+        new = sample_adaptive(task, sampler, verifier, store, key, adaptive, gen, seed, tokenizer,
+                              progress, desc=desc)
     return with_timeout_note(result_from_store(store, key, task, n, bootstrap_iters, ci, model_name,
-                                               time.time() - t0, new), store, task, verifier, n)
+                                               time.time() - t0, new, adaptive), store, task,
+                             verifier, most)
 
 
 # -- external samples ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from boundlab.probe.adaptive import AdaptivePlan
 from boundlab.sampling.base import GenSettings
 from boundlab.tasks import Task, build_task
 
@@ -28,6 +29,8 @@ class ProbeSpec:
     # The base-vs-base null's sampling seed, seed + probe.null_seed_offset (None: no null probe).
     # The seed is part of the store's probe key, so the null never reads back the base's samples.
     null_seed: int | None = None
+    # Adaptive probing (probe.adaptive=true); None: every problem gets n samples.
+    adaptive: AdaptivePlan | None = None
 
     @classmethod
     def from_config(cls, probe_cfg: Any) -> "ProbeSpec":
@@ -35,7 +38,8 @@ class ProbeSpec:
         return cls(n=int(probe_cfg.n), gen=gen_settings(probe_cfg), seed=int(probe_cfg.seed),
                    bootstrap_iters=int(probe_cfg.bootstrap_iters), ci=float(probe_cfg.ci),
                    null_seed=None if getattr(probe_cfg, "null_seed_offset", None) is None
-                   else int(probe_cfg.seed) + int(probe_cfg.null_seed_offset))
+                   else int(probe_cfg.seed) + int(probe_cfg.null_seed_offset),
+                   adaptive=AdaptivePlan.from_config(probe_cfg))
 
 
 def gen_settings(p: Any) -> GenSettings:

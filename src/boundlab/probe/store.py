@@ -49,6 +49,15 @@ CREATE TABLE IF NOT EXISTS samples (
     info TEXT,
     PRIMARY KEY (key, problem_id, idx)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS adaptive_state (
+    key TEXT NOT NULL,
+    problem_id TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    c INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    round INTEGER NOT NULL,
+    PRIMARY KEY (key, problem_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS file_hashes (
     path TEXT NOT NULL,
     size INTEGER NOT NULL,
@@ -328,6 +337,26 @@ class Store:
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
+
+    # -- adaptive probes: each problem's n, c, stop reason and round (boundlab.probe.adaptive) ----
+    # A record for tables and dashboards; the probe recomputes it from the samples on resume.
+    def put_adaptive_states(self, key: str, rows: Sequence[tuple[str, int, int, str, int]]) -> None:
+        """Replace the probe's per-problem (problem_id, n, c, reason, round) rows, atomically."""
+        with self._errors("writing"):
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.db.executemany("INSERT OR REPLACE INTO adaptive_state VALUES (?,?,?,?,?,?)",
+                                    [(key, *r) for r in rows])
+                self.db.execute("COMMIT")
+            except BaseException:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+                raise
+
+    def adaptive_states(self, key: str) -> dict[str, tuple[int, int, str, int]]:
+        """{problem_id: (n, c, reason, round)} as last recorded ({} for a fixed-n probe)."""
+        return {pid: (n, c, reason, rnd) for pid, n, c, reason, rnd in self.db.execute(
+            "SELECT problem_id, n, c, reason, round FROM adaptive_state WHERE key=?", (key,))}
 
     # -- file hashes (model fingerprints) -----------------------------------------------------
     def get_file_hash(self, path: str, size: int, mtime_ns: int) -> str | None:

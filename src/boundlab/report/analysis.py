@@ -21,7 +21,7 @@ import numpy as np
 
 from boundlab.probe.compare import (CROSSES, NO_CROSSING, NOT_ABOVE_AT_1, Crossing,  # noqa: F401
                                     compare, crossing_k, crossing_with_ci)
-from boundlab.probe.curves import Curve, compute_curve
+from boundlab.probe.curves import Curve, compute_curve, curve_from_matrix
 from boundlab.probe.estimator import bootstrap_diff_ci, powers_of_two
 from boundlab.probe.runner import ProbeResult
 
@@ -78,6 +78,19 @@ class Summary:
 def summarize(n: Sequence[int], c: Sequence[int], iters: int = 1000, ci: float = 0.95,
               seed: int = 0) -> Summary:
     cur = compute_curve(n, c, bootstrap_iters=iters, ci=ci, seed=seed)
+    k = cur.kmax
+    return Summary(k, len(cur.per_problem), int(np.sum(np.asarray(c) > 0)),
+                   cur.at(1), (float(cur.ci_low[0]), float(cur.ci_high[0])),
+                   cur.at(k), (float(cur.ci_low[-1]), float(cur.ci_high[-1])),
+                   cur.pass_at_k, cur.ci_low, cur.ci_high, cur.per_problem,
+                   cur, np.asarray(n, dtype=np.int64))
+
+
+def summarize_matrix(mat: np.ndarray, n: Sequence[int], c: Sequence[int], iters: int = 1000,
+                     ci: float = 0.95, seed: int = 0) -> Summary:
+    """`summarize` for a per-problem pass@k matrix built by the probe's own design (adaptive
+    probes: boundlab.probe.adaptive.matrix); n, c are the samples behind it."""
+    cur = curve_from_matrix(mat, n, c, bootstrap_iters=iters, ci=ci, seed=seed)
     k = cur.kmax
     return Summary(k, len(cur.per_problem), int(np.sum(np.asarray(c) > 0)),
                    cur.at(1), (float(cur.ci_low[0]), float(cur.ci_high[0])),

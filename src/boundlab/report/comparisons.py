@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from boundlab.config import ConfigError
+from boundlab.probe import adaptive as AD
 from boundlab.probe.compare import ANSWER, STRICT
 from boundlab.probe.estimator import pass_at_k_curve
 from boundlab.probe.store import ProblemCounts, Store
@@ -115,9 +116,31 @@ def _answer(n: np.ndarray, ca: np.ndarray) -> tuple[float, float]:
     return float(curve[0]), float(curve[-1])
 
 
+def _adaptive(store: Store, key: str, ids: list[str], metric: str, cfg: Any
+              ) -> tuple[np.ndarray, np.ndarray] | None:
+    """An adaptive probe's (headline, answer-only) pass@k matrices, by its own design
+    (boundlab.probe.adaptive: k <= n0 from the first round, certified problems 1 beyond it), cut
+    to report.n when that is smaller; None for a fixed-n probe. Its uneven n must never be read
+    as plain counts: the U-statistic of a problem stopped early is biased."""
+    info = store.probe_info(key)
+    plan = None if info is None else AD.plan_of(info["settings"])
+    if plan is None:
+        return None
+    P = len(store.counts(key))  # the probe's own problems: its Bonferroni split
+    kmax = plan.cap if cfg.n is None else min(plan.cap, int(cfg.n))
+    ans = AD.matrix(store, key, ids, plan, strict=False, problems=P)[:, :kmax]
+    head = AD.matrix(store, key, ids, plan, strict=True, problems=P)[:, :kmax] \
+        if metric == STRICT else ans
+    return head, ans
+
+
 def _probe(cfg: Any, entry: Entry, counts: dict[str, ProblemCounts], ids: list[str],
-           metric: str = "answer") -> Probe:
+           metric: str = "answer", store: Store | None = None) -> Probe:
     n, c, ca = _arrays(counts, ids, metric)
+    mats = None if store is None else _adaptive(store, entry.key, ids, metric, cfg)
+    if mats is not None:
+        s = A.summarize_matrix(mats[0], n, c, cfg.bootstrap_iters, cfg.ci, cfg.seed)
+        return Probe(entry, n, c, s, (float(mats[1][:, 0].mean()), float(mats[1][:, -1].mean())))
     return Probe(entry, n, c, A.summarize(n, c, cfg.bootstrap_iters, cfg.ci, cfg.seed), _answer(n, ca))
 
 
@@ -154,7 +177,9 @@ def progression(cfg: Any, store: Store, inputs: Inputs, ids: list[str], base: Pr
                                  f"left out of this strict report.")
                     continue
                 n, c, _ = _arrays(counts, ids, metric)
-                s = A.summarize(n, c, cfg.bootstrap_iters, cfg.ci, cfg.seed)
+                mats = _adaptive(store, key, ids, metric, cfg)
+                s = (A.summarize(n, c, cfg.bootstrap_iters, cfg.ci, cfg.seed) if mats is None else
+                     A.summarize_matrix(mats[0], n, c, cfg.bootstrap_iters, cfg.ci, cfg.seed))
             row = A.checkpoint_row(base.summary, s, base.c, c, ids, cfg.bootstrap_iters)
             if step is None:
                 rp.null = (run.null[1], key, row)
@@ -186,8 +211,8 @@ def compute(cfg: Any, store: Store) -> Report:
     task, tnotes = resolve_task(cfg, inputs, store, ids)
     notes += tnotes
     metric = STRICT if all(_strict_known(counts[e.key], ids) for e in entries) else ANSWER
-    base = _probe(cfg, inputs.base, counts[inputs.base.key], ids, metric)
-    models = [_probe(cfg, e, counts[e.key], ids, metric) for e in inputs.models]
+    base = _probe(cfg, inputs.base, counts[inputs.base.key], ids, metric, store)
+    models = [_probe(cfg, e, counts[e.key], ids, metric, store) for e in inputs.models]
     ns = {p.summary.n for p in [base, *models]}
     if len(ns) > 1:
         notes.append(f"samples per problem differ between probes ({sorted(ns)}): each curve runs to "

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import torch
 
+from boundlab.probe.binom import betainc, clopper_pearson  # noqa: F401 - re-exported
 from boundlab.tasks.base import Problem
 from boundlab.toyworld.measure import pass_at_k, sample
 from boundlab.toyworld2.paths import assets_dir, base_model_dir, teacher_model_dir
@@ -44,66 +45,6 @@ from boundlab.toyworld2.world import TIERS, BaseMix, canonical_trace, prompt
 # from the model's train_info.json): a base is fair when it samples what its corpus holds, within 2x.
 SUPPORT_TIERS = ("B3", "B4", "H2")
 MAX_NEW_TOKENS = 108
-
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 1000):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-14:
-            break
-    return h
-
-
-def betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    lbt = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x)
-           + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return math.exp(lbt) * _betacf(a, b, x) / a
-    return 1.0 - math.exp(lbt) * _betacf(b, a, 1.0 - x) / b
-
-
-def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
-    """Exact binomial interval: the beta quantiles, by bisection on I_p (no scipy needed).
-    P(X >= k | p) = I_p(k, n - k + 1)."""
-    if n == 0:
-        return 0.0, 1.0
-
-    def solve(f, target: float) -> float:  # f increasing in p
-        lo, hi = 0.0, 1.0
-        for _ in range(100):
-            mid = (lo + hi) / 2
-            if f(mid) < target:
-                lo = mid
-            else:
-                hi = mid
-        return (lo + hi) / 2
-
-    low = 0.0 if k == 0 else solve(lambda p: betainc(k, n - k + 1, p), alpha / 2)
-    high = 1.0 if k == n else solve(lambda p: betainc(k + 1, n - k, p), 1 - alpha / 2)
-    return low, high
 
 
 def _load(model_dir: Path):

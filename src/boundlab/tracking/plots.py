@@ -65,7 +65,8 @@ def plot_passk(
     """pass@k against k on a log2 x axis, one curve per entry, with CI bands where `lo`/`hi` are given.
 
     `curves` maps a label to `(ks, values, lo, hi)`; `lo` and `hi` may be None. A curve whose label
-    starts with "base" is drawn in grey, dashed, so the reference reads as a reference.
+    starts with "base" is drawn in grey, dashed, so the reference reads as a reference; one whose
+    label starts with "predicted" (a model's extrapolation, not a measurement) is dashed too.
     """
     fig, ax = _new_figure()
     all_ks: list[float] = []
@@ -91,7 +92,7 @@ def plot_passk(
             # With every k from 1 to n, mark only the powers of two: evenly spaced on a log2 axis.
             markevery=None if len(ks) <= 16 else [i for i, k in enumerate(ks) if k > 0 and math.log2(k).is_integer()],
             linewidth=1.8,
-            linestyle="--" if is_base else "-",
+            linestyle="--" if is_base or label.lower().startswith("predicted") else "-",
             zorder=3,
         )
         lo, hi = _finite(lo), _finite(hi)
