@@ -57,7 +57,8 @@ def toy_task_with_tiers(cfg):
 def test_tracker_on_the_toy_world_writes_strict_groups_null_and_crossing(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
-    cfg = compose_cfg("train", "probe.n=8", "probe.bootstrap_iters=200", "probe.limit=null",
+    # The first edition (experiment=toy1), tagged with synthetic tiers from its `hard` flag.
+    cfg = compose_cfg("train", "experiment=toy1", "probe.n=8", "probe.bootstrap_iters=200", "probe.limit=null",
                       "sampler.torch_threads=1", "sampler.batch_size=64")
     assert cfg.probe.null_seed_offset == 1  # on by default in the toy world
     task = toy_task_with_tiers(cfg)

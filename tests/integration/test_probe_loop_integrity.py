@@ -29,7 +29,10 @@ from boundlab.tracking import read_offline_run
 from boundlab.rundir.checkpoints import checkpoints
 
 ROOT = Path(__file__).resolve().parents[2]
-SMOKE = ["debug=smoke", "train.max_steps=6", "backend.torch_threads=1"]
+# The first edition (experiment=toy1): its probes are short enough that the kill below lands while
+# W&B still buffers the latest training rows (with the second edition's longer traces it has
+# flushed them all by then, and there would be nothing to re-log).
+SMOKE = ["experiment=toy1", "debug=smoke", "train.max_steps=6", "backend.torch_threads=1"]
 
 
 def env_for(d: Path) -> dict[str, str]:

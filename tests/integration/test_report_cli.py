@@ -48,13 +48,13 @@ def test_report_on_a_smoke_run(tmp_path):
     for s in SECTIONS:
         assert f"## {s}" in md, s
     assert "k = n = 4 (n < 256)" in md  # the smoke probe has n = 4: dSE says it is at n
-    assert "### By `hard`" in md  # the toy task tags its problems hard or not
+    assert "### By `tier`" in md  # the toy world (second edition) tags its problems by tier
     for name in ("models", "passk", "passk_summary", "crossing", "delta_se", "coverage",
                  "coverage_problems", "problems", "perplexity", "perplexity_responses",
-                 "progression", "algorithms", "case_studies", "breakdown_hard"):
+                 "progression", "algorithms", "case_studies", "breakdown_tier"):
         assert (out / f"{name}.csv").is_file(), name
         assert f"({name}.csv)" in md, name
-    for name in ("passk", "coverage", "perplexity", "progression", "algorithms", "breakdown_hard"):
+    for name in ("passk", "coverage", "perplexity", "progression", "algorithms", "breakdown_tier"):
         assert (out / f"{name}.png").stat().st_size > 5000, name
         assert f"]({name}.png)" in md, name
 
