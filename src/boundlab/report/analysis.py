@@ -75,28 +75,25 @@ class Summary:
     sample_n: np.ndarray | None = field(default=None, repr=False)
 
 
-def summarize(n: Sequence[int], c: Sequence[int], iters: int = 1000, ci: float = 0.95,
-              seed: int = 0) -> Summary:
-    cur = compute_curve(n, c, bootstrap_iters=iters, ci=ci, seed=seed)
+def _summary(cur: Any, n: Sequence[int], c: Sequence[int]) -> Summary:
     k = cur.kmax
     return Summary(k, len(cur.per_problem), int(np.sum(np.asarray(c) > 0)),
                    cur.at(1), (float(cur.ci_low[0]), float(cur.ci_high[0])),
                    cur.at(k), (float(cur.ci_low[-1]), float(cur.ci_high[-1])),
                    cur.pass_at_k, cur.ci_low, cur.ci_high, cur.per_problem,
                    cur, np.asarray(n, dtype=np.int64))
+
+
+def summarize(n: Sequence[int], c: Sequence[int], iters: int = 1000, ci: float = 0.95,
+              seed: int = 0) -> Summary:
+    return _summary(compute_curve(n, c, bootstrap_iters=iters, ci=ci, seed=seed), n, c)
 
 
 def summarize_matrix(mat: np.ndarray, n: Sequence[int], c: Sequence[int], iters: int = 1000,
                      ci: float = 0.95, seed: int = 0) -> Summary:
     """`summarize` for a per-problem pass@k matrix built by the probe's own design (adaptive
     probes: boundlab.probe.adaptive.matrix); n, c are the samples behind it."""
-    cur = curve_from_matrix(mat, n, c, bootstrap_iters=iters, ci=ci, seed=seed)
-    k = cur.kmax
-    return Summary(k, len(cur.per_problem), int(np.sum(np.asarray(c) > 0)),
-                   cur.at(1), (float(cur.ci_low[0]), float(cur.ci_high[0])),
-                   cur.at(k), (float(cur.ci_low[-1]), float(cur.ci_high[-1])),
-                   cur.pass_at_k, cur.ci_low, cur.ci_high, cur.per_problem,
-                   cur, np.asarray(n, dtype=np.int64))
+    return _summary(curve_from_matrix(mat, n, c, bootstrap_iters=iters, ci=ci, seed=seed), n, c)
 
 
 def probe_result(s: Summary, ids: Sequence[str], c: Sequence[int], key: str = "") -> ProbeResult:

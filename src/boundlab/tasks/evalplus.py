@@ -27,14 +27,12 @@ complex numbers as JSON lists and strings; they are rebuilt per task id (EvalPlu
 
 from __future__ import annotations
 
-import gzip
-import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from boundlab.tasks import TASKS
 from boundlab.tasks.base import Problem, Task
-from boundlab.tasks.jsonl import DataError
+from boundlab.tasks.jsonl import DataError, iter_jsonl
 
 # Which file each task reads, and where it is published (EvalPlus's own release URLs).
 RELEASES = {
@@ -65,34 +63,6 @@ def resolve_path(task: str, cfg: Any, filename: str, url: str) -> Path:
     return path
 
 
-def iter_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) of a `.jsonl` or `.jsonl.gz` file, with file:line errors."""
-    raw = path.read_bytes()
-    if path.suffix == ".gz":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as e:
-            raise DataError(f"{path}: not a readable gzip file ({e})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise DataError(f"{path}: not UTF-8 text (at byte {e.start})") from None
-    n = 0
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(f"{path}:{lineno}: bad JSON ({e.msg} at column {e.colno})") from None
-        if not isinstance(obj, dict):
-            raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-        n += 1
-        yield lineno, obj
-    if not n:
-        raise DataError(f"{path}: the file is empty; it needs one JSON object per line")
-
-
 def _need(where: str, obj: dict[str, Any], key: str, kind: type) -> Any:
     val = obj.get(key)
     if not isinstance(val, kind) or isinstance(val, bool):
@@ -106,7 +76,7 @@ def load_evalplus(path: str | Path, dataset: str, tests: str = "plus") -> list[P
     path = Path(path)
     problems: list[Problem] = []
     seen: dict[str, int] = {}
-    for lineno, obj in iter_rows(path):
+    for lineno, obj in iter_jsonl(path):
         where = f"{path}:{lineno}"
         tid = _need(where, obj, "task_id", str)
         if tid in seen:

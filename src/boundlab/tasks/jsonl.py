@@ -5,7 +5,9 @@ Any other fields go into `Problem.meta` (so `level`/`subject` tags drive the rep
 
 from __future__ import annotations
 
+import gzip
 import json
+import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -17,14 +19,16 @@ class DataError(ValueError):
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) for each non-blank line, with file:line errors."""
+    """Yield (line number, object) for each non-blank line of a `.jsonl` (or gzipped `.jsonl.gz`)
+    file, with file:line errors."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"data file not found: {path}")
     empty = True
     # Bytes, decoded line by line: a non-UTF-8 file is then named with its line, not a traceback.
-    with path.open("rb") as f:
-        for lineno, raw in enumerate(f, start=1):
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        for lineno, raw in _lines(path, f):
             try:
                 line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")  # a BOM is fine
             except UnicodeDecodeError as e:
@@ -42,6 +46,14 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield lineno, obj
     if empty:
         raise DataError(f"{path}: the file is empty; it needs one JSON object per line")
+
+
+def _lines(path: Path, f: Any) -> Iterator[tuple[int, bytes]]:
+    """The file's numbered lines; a corrupt gzip stream is a one-line DataError."""
+    try:
+        yield from enumerate(f, start=1)
+    except (OSError, EOFError, zlib.error) as e:
+        raise DataError(f"{path}: not a readable gzip file ({e})") from None
 
 
 def load_jsonl_problems(path: str | Path) -> list[Problem]:

@@ -40,8 +40,8 @@ from typing import Any
 
 from boundlab.tasks import TASKS
 from boundlab.tasks.base import Problem, Task
-from boundlab.tasks.evalplus import iter_rows, missing_file_message
-from boundlab.tasks.jsonl import DataError
+from boundlab.tasks.evalplus import missing_file_message
+from boundlab.tasks.jsonl import DataError, iter_jsonl
 
 URL = "https://huggingface.co/datasets/livecodebench/code_generation_lite (its test*.jsonl files)"
 FILENAME = "test5.jsonl"
@@ -180,7 +180,7 @@ def load_livecodebench(path: str | Path, date_from: str | None = None,
     hi = _day("task.date_to", date_to, "task.date_to") if date_to else None
     problems: list[Problem] = []
     seen: dict[str, int] = {}
-    for lineno, obj in iter_rows(path):
+    for lineno, obj in iter_jsonl(path):
         where = f"{path}:{lineno} (question_id {obj.get('question_id')!r})"
         qid = obj.get("question_id")
         content = obj.get("question_content")
