@@ -4,9 +4,10 @@
 toy world's traces; the first edition's `probe=toy` has 32). A real model cut off there writes no
 final answer, and every "correct" verdict would come from digits in cut-off text. Hydra cannot let a
 model config choose a sibling group's default, so the entry point does it: when the probe group is
-a toy-world one that the user did not name and the model is not a toy-world model, the config is composed again with `probe=real` (the user's own
-overrides, `probe.n=8` say, still apply on top) and a one-line note says so. Naming `probe=toy`
-explicitly keeps it: that is a choice, not a silent default.
+a toy-world one that the user did not name and the model is not a toy-world model, the config is
+composed again with `probe=real` (the user's own overrides, `probe.n=8` say, still apply on top)
+and a one-line note says so. Naming `probe=toy2` (or `probe=toy`) explicitly keeps it: that is a
+choice, not a silent default.
 """
 
 from __future__ import annotations
