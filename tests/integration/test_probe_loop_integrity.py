@@ -2,7 +2,10 @@
 
 - Inline probing does not move the trainer's RNG: probe.n 4 and 8 train byte-identical weights, and a
   run SIGKILLed (the whole job, W&B's service included) after its first checkpoint probe and resumed
-  ends byte-identical to the run never killed.
+  ends byte-identical to the run never killed. W&B's service (`wandb-core`, which runs in a session of
+  its own, so a kill of the job's process group misses it) is frozen with SIGSTOP as soon as the run
+  is created: whatever it had not written by then is lost for certain when the kill comes, on a busy
+  machine or an idle one.
 - The resume survives a torn last line in probes.jsonl, and puts back the train/* metrics the kill
   took out of the offline W&B run.
 - save_total_limit never drops an unprobed checkpoint: inline, old ones go as soon as they are probed;
@@ -29,9 +32,7 @@ from boundlab.tracking import read_offline_run
 from boundlab.rundir.checkpoints import checkpoints
 
 ROOT = Path(__file__).resolve().parents[2]
-# The first edition (experiment=toy1): its probes are short enough that the kill below lands while
-# W&B still buffers the latest training rows (with the second edition's longer traces it has
-# flushed them all by then, and there would be nothing to re-log).
+# The first edition (experiment=toy1): its probes are the shortest.
 SMOKE = ["experiment=toy1", "debug=smoke", "train.max_steps=6", "backend.torch_threads=1"]
 
 
@@ -49,6 +50,23 @@ def finish(proc: subprocess.Popen) -> str:
     out, err = proc.communicate(timeout=900)
     assert proc.returncode == 0, f"exit {proc.returncode}:\n{out[-3000:]}\n{err[-5000:]}"
     return out + err
+
+
+def wandb_services(parent: int) -> list[int]:
+    """The `wandb-core` processes that `parent` started (they call setsid: not in its process group)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")[0]
+        except OSError:  # gone meanwhile
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent and cmd.endswith(b"wandb-core"):
+            pids.append(int(proc.name))
+    return pids
 
 
 def sha(path: Path) -> str:
@@ -79,12 +97,22 @@ def test_inline_probe_never_changes_training_and_a_killed_run_resumes_identicall
                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     run_b = b / "run"
     deadline = time.time() + 600
+    # run_info.json names the W&B run once wandb.init has returned; from then on the client only
+    # sends to the service, and the frozen service writes nothing more to the offline run file.
+    while not (run_b / "run_info.json").exists():
+        assert pb.poll() is None, "run b ended before it created its W&B run"
+        assert time.time() < deadline, "run b never created its W&B run"
+        time.sleep(0.02)
+    services = wandb_services(pb.pid)
+    assert len(services) == 1, f"expected one wandb-core child of run b, found {services}"
+    os.kill(services[0], signal.SIGSTOP)
     while not any(k == "checkpoint" for k, _ in _tolerant_rows(run_b)):
         assert pb.poll() is None, "run b ended before its first checkpoint probe"
         assert time.time() < deadline, "run b never probed a checkpoint"
         time.sleep(0.05)
     assert pb.poll() is None, "run b finished before it could be killed"
     os.killpg(pb.pid, signal.SIGKILL)  # the whole job, as a crash or a preemption does
+    os.kill(services[0], signal.SIGKILL)
     pb.wait()
     assert not (run_b / "training_done").exists()
     resume_ckpt = checkpoints(run_b / "checkpoints")[-1]
