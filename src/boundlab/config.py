@@ -129,6 +129,15 @@ class VLLMSamplerConfig:
 
 
 @dataclass
+class HFSamplerConfig:
+    """`sampler.hf`: what only the hf sampler reads."""
+    # auto: the compact decoder (boundlab.sampling.compact) for a float32 Llama on CPU, transformers
+    # generate otherwise; generate: always transformers generate. The two draw different samples
+    # from the same distribution; the probe key records the compact one.
+    engine: str = "auto"
+
+
+@dataclass
 class SamplerConfig:
     # hf (transformers generate, CPU or GPU) or vllm (GPU).
     name: str = "hf"
@@ -138,6 +147,8 @@ class SamplerConfig:
     device: str = "auto"
     # torch intra-op threads on CPU; null = one per core. Oversubscribing 2 cores is far slower.
     torch_threads: Optional[int] = None
+    # The hf sampler's own settings (read by sampler=hf only).
+    hf: HFSamplerConfig = field(default_factory=HFSamplerConfig)
     # vLLM's own settings (read by sampler=vllm only).
     vllm: VLLMSamplerConfig = field(default_factory=VLLMSamplerConfig)
 

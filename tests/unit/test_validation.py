@@ -72,6 +72,7 @@ RANGE_CASES = [
     ("probe", "task.template=Solve.", "task.template='Solve.': has no {question} field, so every prompt would be "
                                       "the same text; add {question}"),
     ("probe", "sampler.batch_size=0", "sampler.batch_size=0: must be >= 1"),
+    ("probe", "sampler.hf.engine=fast", "sampler.hf.engine=fast: must be one of auto, generate"),
     ("probe", "verify.math.deadline_s=0", "verify.math.deadline_s=0.0: must be > 0 (seconds per math-verify call)"),
     ("probe", "logger.mode=sometimes", "logger.mode=sometimes: must be one of null, online, offline, disabled"),
     ("probe", "model.dtype=fp8", "model.dtype=fp8: must be one of auto, float32, bfloat16, float16"),

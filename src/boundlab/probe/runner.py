@@ -249,6 +249,10 @@ def probe_model(task: Task, sampler: Sampler, verifier: Verifier, store: Store, 
     With `adaptive` (n must be its cap), sample in rounds (boundlab.probe.adaptive)."""
     style = "chat" if (task.chat and tokenizer is not None and getattr(tokenizer, "chat_template", None)) else "raw"
     settings = probe_settings(sampling_settings(gen, seed, style), verifier)
+    engine = getattr(sampler, "key_engine", lambda _: None)(gen)
+    if engine is not None:
+        # Another engine draws other samples: its store never mixes with generate's.
+        settings["engine"] = engine
     if adaptive is not None:
         if adaptive.cap != n:
             raise ValueError(f"adaptive cap {adaptive.cap} != probe.n {n}")

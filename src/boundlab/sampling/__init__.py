@@ -1,8 +1,8 @@
 """Samplers by name: `hf` (transformers generate) and `vllm` (GPU).
 
 A sampler factory reads the shared `sampler.*` knobs (name, batch_size, device, torch_threads) and
-only its own block: `sampler.vllm` goes, as keyword arguments, to the vLLM sampler alone, whose
-constructor takes no catch-all, so an option it does not know is a TypeError.
+only its own block: `sampler.hf` and `sampler.vllm` go, as keyword arguments, to their sampler alone,
+whose constructor takes no catch-all, so an option it does not know is a TypeError.
 """
 
 from __future__ import annotations
@@ -26,7 +26,10 @@ def _hf(model_cfg: Any, sampler_cfg: Any, model: Any = None, tokenizer: Any = No
         tokenizer = tokenizer or load_tokenizer(model_cfg, resolved)
         # Samplers hold a whole model on one rank, never a ZeRO-3 partition.
         model = load_model(model_cfg, device, resolved, whole=True)
-    return HFSampler(model, tokenizer, batch_size=sampler_cfg.batch_size)
+    from boundlab.config import to_dict
+
+    options = to_dict(sampler_cfg.hf) if getattr(sampler_cfg, "hf", None) is not None else {}
+    return HFSampler(model, tokenizer, batch_size=sampler_cfg.batch_size, **options)
 
 
 @SAMPLERS.register("vllm")

@@ -3,6 +3,10 @@
 Every call packs rows from several problems into one left-padded batch: on a small model per-call
 overhead dominates, so this beats `generate(num_return_sequences=n)` per problem by a wide margin
 (see bench/bench_probe.py). The probe sorts problems by prompt length first, which keeps padding low.
+
+With `engine="auto"` a small float32 Llama on CPU (the toy worlds' models) is sampled by
+`boundlab.sampling.compact` instead of `generate`: same distribution, other draws, and the probe key
+says so (`key_engine`).
 """
 
 from __future__ import annotations
@@ -17,7 +21,11 @@ from boundlab.sampling.base import Completion, GenSettings, Sampler, cut_at_stop
 class HFSampler(Sampler):
     name = "hf"
 
-    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 64):
+    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 64, engine: str = "auto"):
+        from boundlab.sampling.compact import CompactDecoder
+
+        if engine not in ("auto", "generate"):
+            raise ValueError(f"sampler.engine must be auto or generate, not {engine!r}")
         self.model = model
         self.tok = tokenizer
         self.rows_per_call = int(batch_size)
@@ -27,6 +35,12 @@ class HFSampler(Sampler):
             eos = tokenizer.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos])
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(self.eos_ids))
+        self.compact = CompactDecoder(model) if engine == "auto" and CompactDecoder.supports(model) else None
+
+    def key_engine(self, settings: GenSettings) -> str | None:
+        """"compact" when these settings are sampled by the compact decoder (stop strings go
+        through `generate`), None for `generate`: the probe key records the former."""
+        return "compact" if self.compact is not None and not settings.stop else None
 
     def _encode(self, prompts: list[str]) -> dict[str, torch.Tensor]:
         bos = self.tok.bos_token
@@ -51,6 +65,8 @@ class HFSampler(Sampler):
 
     def _generate_rows(self, rows: list[str], s: GenSettings, seed: int) -> list[Completion]:
         enc = self._encode(rows)
+        if self.key_engine(s) == "compact":
+            return self._compact_rows(enc, s, seed)
         torch.manual_seed(seed)
         kwargs: dict[str, Any] = dict(
             max_new_tokens=s.max_new_tokens,
@@ -89,3 +105,10 @@ class HFSampler(Sampler):
                     fin = "stop"
             result.append(Completion(text, n_tok, fin))
         return result
+
+    def _compact_rows(self, enc: dict[str, torch.Tensor], s: GenSettings, seed: int) -> list[Completion]:
+        gen = torch.Generator().manual_seed(seed)
+        drawn = self.compact.sample(enc["input_ids"], enc["attention_mask"], s.max_new_tokens,
+                                    self.eos_ids, s.temperature, s.top_p, gen)
+        texts = self.tok.batch_decode([ids for ids, _ in drawn], skip_special_tokens=True)
+        return [Completion(text, len(ids), fin) for text, (ids, fin) in zip(texts, drawn)]

@@ -3,8 +3,8 @@
     python -m boundlab.toyworld.measure                       # the shipped base and teacher
     python -m boundlab.toyworld.measure --model path/to/dir --n 256 --out result.json
 
-Sampling is Hugging Face `generate` with T=1.0, top_p=1, no top-k, batched across problems with
-left padding, one torch thread by default. Reported per model: pass@1 (overall/easy/hard, plain
+Sampling is T=1.0, top_p=1, no top-k, batched across problems with left padding, one torch thread by
+default: by the compact decoder (`boundlab.sampling.compact`) where it applies, else `generate`. Reported per model: pass@1 (overall/easy/hard, plain
 and strict), the share of each strategy among hard and easy samples, the rate of the correct
 precedence-aware trace on hard problems, pass@k for k = 1, 2, 4, ..., n with the unbiased estimator
 1 - C(n-c, k)/C(n, k), and how many problems have c > 0.
@@ -39,15 +39,26 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 def sample(model, tokenizer, prompts: list[str], n: int, *, max_new_tokens: int = 32,
            rows_per_batch: int = 512, temperature: float = 1.0, top_p: float = 1.0,
-           seed: int = 0) -> list[list[str]]:
-    """n completions per prompt, several prompts per `generate` call."""
+           seed: int = 0, engine: str = "auto") -> list[list[str]]:
+    """n completions per prompt, several prompts per call. `engine`: auto (the compact decoder for a
+    model it runs exactly, else `generate`) or generate."""
+    from boundlab.sampling.compact import CompactDecoder
+
     torch.manual_seed(seed)
+    dec = CompactDecoder(model) if engine == "auto" and CompactDecoder.supports(model) else None
+    gen = torch.Generator().manual_seed(seed)
     per_call = max(1, rows_per_batch // n)
     out: list[list[str]] = []
     for i in range(0, len(prompts), per_call):
         chunk = prompts[i: i + per_call]
         rows = [p for p in chunk for _ in range(n)]
         enc = tokenizer(rows, return_tensors="pt", padding=True, add_special_tokens=False)
+        if dec is not None:
+            drawn = dec.sample(enc["input_ids"], enc["attention_mask"], max_new_tokens,
+                               {tokenizer.eos_token_id}, temperature, top_p, gen)
+            texts = tokenizer.batch_decode([ids for ids, _ in drawn], skip_special_tokens=True)
+            out.extend(texts[j * n: (j + 1) * n] for j in range(len(chunk)))
+            continue
         with torch.no_grad():
             gen = model.generate(**enc, do_sample=True, temperature=temperature, top_p=top_p,
                                  top_k=0, max_new_tokens=max_new_tokens,

@@ -18,7 +18,8 @@ Printed and saved (JSON, `--out`; the shipped models' audit is `assets/audit.jso
 5. the teacher: strict pass@1 per tier, and the perplexity under the base of its X traces against
    that of the base's own canonical traces on H1.
 
-Sampling is plain `generate` at T = 1 (the probe's own settings), one torch thread by default.
+Sampling is at T = 1 (the probe's own settings), by the compact decoder as the probe samples the
+toy world (`boundlab.sampling.compact`), one torch thread by default.
 """
 
 from __future__ import annotations
