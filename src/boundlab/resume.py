@@ -37,6 +37,7 @@ from boundlab.rundir.checkpoints import finished_line  # noqa: F401
 # Settings a resume may change: they decide how fast or where things run, not what is trained,
 # sampled or scored. Everything else a run's results depend on, including some that look harmless:
 #   sampler.batch_size   sets the chunks and each chunk's sampling seed, so it changes the samples;
+#   sampler.hf.engine    the compact decoder and generate draw other samples (and key them apart);
 #   train.probe_mode     inline probing shares the training process (its RNG before isolation);
 #   sampler.device, sampler.vllm.tensor_parallel_size, backend.*  change the numerics;
 #   store.path           another store holds other cached samples and verdicts;
