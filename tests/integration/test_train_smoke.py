@@ -42,8 +42,8 @@ def test_smoke_trains_probes_and_logs(tmp_path):
     run_dir = tmp_path / "run"
     # H1 and B3 only: the base gets them right sometimes, so GRPO groups have a reward spread (the
     # default mix's first problems are mostly E, always right, or X, never: zero advantages).
-    train(tmp_path, "debug=smoke", "backend.torch_threads=1", "task.train_mix={H1:0.5,B3:0.5}",
-          f"hydra.run.dir={run_dir}")
+    proc = train(tmp_path, "debug=smoke", "backend.torch_threads=1", "task.train_mix={H1:0.5,B3:0.5}",
+                 f"hydra.run.dir={run_dir}")
 
     base = load_file(base_model_dir() / "model.safetensors")
     final = load_file(run_dir / "checkpoints" / "checkpoint-4" / "model.safetensors")
@@ -68,6 +68,14 @@ def test_smoke_trains_probes_and_logs(tmp_path):
     assert "probe/lost" in at[2] and "probe/delta/pass@1" in at[4]
     # Training metrics land in the same run.
     assert any("train/reward" in h for h in run.history)
+    # Inline probing's share of the wall time: said in one line and kept in the run's summary: the
+    # probes' own seconds (probes.jsonl), a part of the whole.
+    s = run.summary
+    assert s["probe/inline_seconds"] == pytest.approx(sum(r["probe_seconds"] for r in rows), abs=0.05)
+    assert 0 < s["probe/inline_seconds"] < s["run/wall_seconds"]
+    assert s["probe/inline_share"] == pytest.approx(s["probe/inline_seconds"] / s["run/wall_seconds"], abs=1e-3)
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("[boundlab] inline probing took"))
+    assert f"({s['probe/inline_share']:.0%})" in line
 
 
 @pytest.mark.slow

@@ -64,6 +64,9 @@ class BoundaryTracker:
         self.base: ProbeResult | None = None
         self.rows: list[dict[str, Any]] = []
         self.results: dict[int, ProbeResult] = {}
+        # Wall seconds this process spent probing (each row's probe_seconds, sampler start-up
+        # included): the run's summary sets it against the process's wall time.
+        self.seconds_this_process = 0.0
         self._load_rows()
         if self.logger is not None:
             self.logger.define_step_metric(PROBE, PROBE_STEP)
@@ -147,6 +150,7 @@ class BoundaryTracker:
         return res
 
     def _row(self, step: int, res: ProbeResult, kind: str, seconds: float, seed: int) -> dict[str, Any]:
+        self.seconds_this_process += seconds
         row = R.probe_row(step, kind, res, seed, seconds, self.groups, self.task.group_by, self.ci,
                           self.bootstrap_iters)
         if res.answers is not None:

@@ -53,6 +53,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.errors import no_space_left
 
     check_algo(cfg)  # an impossible combination fails here, before any model work
+    t_start = time.time()
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     threads = set_threads(cfg.backend.torch_threads)
@@ -120,6 +121,8 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
             trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
         (run_dir / DONE_MARKER).write_text("ok\n")
         _print_boundary(tracker)
+        if not detached and main_rank:
+            _report_probe_share(logger, tracker.seconds_this_process, time.time() - t_start)
         return {"run_dir": str(run_dir), "rows": tracker.rows}
     finally:
         logger.finish()
@@ -171,6 +174,16 @@ def _destroy_process_group() -> None:
             dist.destroy_process_group()
     except Exception:  # noqa: BLE001
         pass
+
+
+def _report_probe_share(logger: Any, probe_s: float, wall_s: float) -> None:
+    """Inline probing pauses training: say what share of this process's wall time it took, in one
+    line and in the W&B summary (`probe/inline_seconds`, `probe/inline_share`, `run/wall_seconds`)."""
+    share = probe_s / wall_s if wall_s > 0 else 0.0
+    print(f"[boundlab] inline probing took {probe_s:.0f} s of this process's {wall_s:.0f} s wall "
+          f"({share:.0%}); train.probe_mode=detached moves it to a watcher process", flush=True)
+    logger.update_summary({"probe/inline_seconds": round(probe_s, 2), "probe/inline_share": round(share, 4),
+                           "run/wall_seconds": round(wall_s, 2)})
 
 
 def _print_boundary(tracker: Any) -> None:
