@@ -30,14 +30,7 @@ def toy2():
 
 
 def full_logits(dec: CompactDecoder, ids: torch.Tensor, attn: torch.Tensor) -> torch.Tensor:
-    b, p = ids.shape
-    cache = [torch.empty(2, b, dec.n_kv, p, dec.head_dim) for _ in dec.layers]
-    pos = (attn.cumsum(-1) - 1).clamp(min=0)
-    neg = torch.finfo(torch.float32).min
-    bias = torch.zeros(b, 1, 1, p).masked_fill(~attn.bool()[:, None, None, :], neg)
-    bias = bias + torch.full((p, p), neg).triu(1)
-    bias.diagonal(dim1=-2, dim2=-1).clamp_(min=0)
-    return dec.forward(ids, pos, cache, 0, bias)
+    return dec.prefill(ids, attn, ids.shape[1])[0]
 
 
 @torch.inference_mode()

@@ -23,7 +23,6 @@ import torch.nn.functional as F
 class CompactDecoder:
     def __init__(self, model: Any):
         cfg = model.config
-        self.n_layers = cfg.num_hidden_layers
         self.n_heads = cfg.num_attention_heads
         self.n_kv = cfg.num_key_value_heads
         self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
@@ -55,6 +54,14 @@ class CompactDecoder:
         freqs = torch.outer(torch.arange(length, dtype=torch.float32), self.inv_freq)
         emb = torch.cat([freqs, freqs], dim=-1)
         self.cos, self.sin = emb.cos(), emb.sin()
+
+    @classmethod
+    def for_model(cls, model: Any, engine: str = "auto") -> "CompactDecoder | None":
+        """The decoder for `model` when `engine` is auto and it can run the model exactly, else None
+        (the caller samples with `generate`)."""
+        if engine not in ("auto", "generate"):
+            raise ValueError(f"sampler.hf.engine must be auto or generate, not {engine!r}")
+        return cls(model) if engine == "auto" and cls.supports(model) else None
 
     @staticmethod
     def supports(model: Any) -> bool:
@@ -106,26 +113,31 @@ class CompactDecoder:
             h = h + F.linear(F.silu(gate) * up, w_down)
         return F.linear(self._norm(h[:, -1], self.final_norm), self.lm_head)
 
+    def prefill(self, ids: torch.Tensor, attn: torch.Tensor, total: int
+                ) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor, torch.Tensor]:
+        """Run left-padded prompts `ids`/`attn` [B, P] into a fresh cache with room for `total`
+        positions. Returns the last position's logits, the cache, each row's key bias over `total`
+        positions (-inf on its left padding, 0 elsewhere) and each row's next position."""
+        b, p = ids.shape
+        if total > self.cos.shape[0]:
+            self._rope_table(total)
+        cache = [torch.empty(2, b, self.n_kv, total, self.head_dim) for _ in self.layers]
+        pos = (attn.cumsum(-1) - 1).clamp(min=0)
+        neg = torch.finfo(torch.float32).min
+        keybias = torch.zeros(b, 1, 1, total)
+        keybias[:, 0, 0, :p].masked_fill_(~attn.bool(), neg)
+        bias = keybias[:, :, :, :p] + torch.full((p, p), neg).triu(1)
+        # A padding query row attends to nothing; let it see itself (its output is never used).
+        bias.diagonal(dim1=-2, dim2=-1).clamp_(min=0)
+        return self.forward(ids, pos, cache, 0, bias), cache, keybias, pos[:, -1] + 1
+
     @torch.inference_mode()
     def sample(self, ids: torch.Tensor, attn: torch.Tensor, max_new_tokens: int, eos: set[int],
                temperature: float, top_p: float, generator: torch.Generator) -> list[tuple[list[int], str]]:
         """Left-padded `ids`/`attn` [B, P] -> per row (generated ids incl. EOS, "eos" | "length")."""
         b, p = ids.shape
         total = p + max_new_tokens
-        if total > self.cos.shape[0]:
-            self._rope_table(total)
-        cache = [torch.empty(2, b, self.n_kv, total, self.head_dim) for _ in self.layers]
-        pos = (attn.cumsum(-1) - 1).clamp(min=0)
-        neg = torch.finfo(torch.float32).min
-        # Key bias per row: -inf on the prompt's left padding, 0 elsewhere (generated keys too).
-        keybias = torch.zeros(b, 1, 1, total)
-        keybias[:, 0, 0, :p].masked_fill_(~attn.bool(), neg)
-        causal = torch.full((p, p), neg).triu(1)
-        bias = keybias[:, :, :, :p] + causal
-        # A padding query row attends to nothing; let it see itself (its output is never used).
-        bias.diagonal(dim1=-2, dim2=-1).clamp_(min=0)
-        logits = self.forward(ids, pos, cache, 0, bias)
-        nextpos = pos[:, -1] + 1
+        logits, cache, keybias, nextpos = self.prefill(ids, attn, total)
         rows = torch.arange(b)  # batch slot -> request row
         live = torch.ones(b, dtype=torch.bool)
         out: list[list[int]] = [[] for _ in range(b)]
@@ -133,12 +145,13 @@ class CompactDecoder:
         eos_t = torch.tensor(sorted(eos))
         for step in range(max_new_tokens):
             tok = self._draw(logits, temperature, top_p, generator)
-            for r, t, alive in zip(rows.tolist(), tok.tolist(), live.tolist()):
+            ended = torch.isin(tok, eos_t)
+            for r, t, alive, stop in zip(rows.tolist(), tok.tolist(), live.tolist(), ended.tolist()):
                 if alive:
                     out[r].append(t)
-                    if t in eos:
+                    if stop:
                         finish[r] = "eos"
-            live &= ~torch.isin(tok, eos_t)
+            live &= ~ended
             n_live = int(live.sum())
             if n_live == 0 or step == max_new_tokens - 1:
                 break

@@ -24,8 +24,6 @@ class HFSampler(Sampler):
     def __init__(self, model: Any, tokenizer: Any, batch_size: int = 64, engine: str = "auto"):
         from boundlab.sampling.compact import CompactDecoder
 
-        if engine not in ("auto", "generate"):
-            raise ValueError(f"sampler.engine must be auto or generate, not {engine!r}")
         self.model = model
         self.tok = tokenizer
         self.rows_per_call = int(batch_size)
@@ -35,7 +33,7 @@ class HFSampler(Sampler):
             eos = tokenizer.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos])
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(self.eos_ids))
-        self.compact = CompactDecoder(model) if engine == "auto" and CompactDecoder.supports(model) else None
+        self.compact = CompactDecoder.for_model(model, engine)
 
     def key_engine(self, settings: GenSettings) -> str | None:
         """"compact" when these settings are sampled by the compact decoder (stop strings go

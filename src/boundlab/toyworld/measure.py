@@ -45,8 +45,8 @@ def sample(model, tokenizer, prompts: list[str], n: int, *, max_new_tokens: int 
     from boundlab.sampling.compact import CompactDecoder
 
     torch.manual_seed(seed)
-    dec = CompactDecoder(model) if engine == "auto" and CompactDecoder.supports(model) else None
-    gen = torch.Generator().manual_seed(seed)
+    dec = CompactDecoder.for_model(model, engine)
+    rng = torch.Generator().manual_seed(seed)
     per_call = max(1, rows_per_batch // n)
     out: list[list[str]] = []
     for i in range(0, len(prompts), per_call):
@@ -55,7 +55,7 @@ def sample(model, tokenizer, prompts: list[str], n: int, *, max_new_tokens: int 
         enc = tokenizer(rows, return_tensors="pt", padding=True, add_special_tokens=False)
         if dec is not None:
             drawn = dec.sample(enc["input_ids"], enc["attention_mask"], max_new_tokens,
-                               {tokenizer.eos_token_id}, temperature, top_p, gen)
+                               {tokenizer.eos_token_id}, temperature, top_p, rng)
             texts = tokenizer.batch_decode([ids for ids, _ in drawn], skip_special_tokens=True)
             out.extend(texts[j * n: (j + 1) * n] for j in range(len(chunk)))
             continue
