@@ -187,6 +187,7 @@ def _old_run_dir(tmp_path):
     run = tmp_path / "run"
     (run / ".hydra").mkdir(parents=True)
     OmegaConf.save(_old_saved_config(), run / ".hydra" / "config.yaml")
+    (run / "run_info.json").write_text('{"wandb_run_id": null}')  # training has started
     return run
 
 
@@ -214,3 +215,17 @@ def test_watcher_lifts_an_old_saved_config(tmp_path, monkeypatch):
     with pytest.raises(Stop):
         watch(_old_run_dir(tmp_path))
     _assert_lifted(seen[0])
+
+
+def test_watcher_waits_for_training_to_name_its_wandb_run(tmp_path, monkeypatch, capsys):
+    """Started beside train.py, the watcher must not read run_info.json before training writes it
+    (it would log into a W&B run of its own): it waits, says so, and gives up at its timeout."""
+    import boundlab.probe.spec as spec
+    from boundlab.boundary.watch import watch
+
+    run = _old_run_dir(tmp_path)
+    (run / "run_info.json").unlink()
+    monkeypatch.setattr(spec, "load_task", lambda cfg: pytest.fail("read the config before run_info.json"))
+    with pytest.raises(TimeoutError, match="run_info.json"):
+        watch(run, poll_s=0.05, timeout_s=0.3)
+    assert "waiting for" in capsys.readouterr().out

@@ -43,6 +43,7 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
     if sampler_cfg is not None:
         cfg.sampler = sampler_cfg
     set_threads(cfg.sampler.torch_threads)
+    _wait_for_run_info(run_dir, poll_s, timeout_s)
     info = read_json(run_dir / RUN_INFO, {}, "the training run's W&B run id")
     task = load_task(cfg)
     store = Store(cfg.store.path)
@@ -77,3 +78,20 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
         logger.finish()
         verifier.close()
         store.close()
+
+
+def _wait_for_run_info(run_dir: Path, poll_s: float, timeout_s: float | None) -> None:
+    """A watcher started beside `train.py` can get there before training has opened its W&B run.
+    Reading run_info.json then would log the probes into a W&B run of their own, silently: wait
+    until training has written it (it names the run, or says there is none)."""
+    start, said = time.time(), False
+    while not (run_dir / RUN_INFO).is_file():
+        if timeout_s is not None and time.time() - start > timeout_s:
+            raise TimeoutError(f"watch={run_dir}: training wrote no {RUN_INFO} within {timeout_s:.0f} s "
+                               "(it names the W&B run to log into); is the training run alive?")
+        if not said:
+            print(f"[boundlab] waiting for {run_dir / RUN_INFO} (training has not opened its W&B run yet)",
+                  flush=True)
+            said = True
+        time.sleep(min(poll_s, 1.0))
+
