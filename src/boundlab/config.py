@@ -498,6 +498,9 @@ class TrainLoop:
     # inline: probe each checkpoint in the training process (training waits);
     # detached: only record it, for a `python probe.py watch=RUN_DIR` worker.
     probe_mode: str = "inline"
+    # Stop training at the first boundary alarm (a checkpoint's pass@n below the base's beyond
+    # chance, on all problems or one group; boundlab.boundary.alarm). The alarm itself always runs.
+    stop_on_shrink: bool = False
     # Probe the base model before training (cached in the store across runs).
     probe_base: bool = True
     # Which split of the task to train on (the probe uses task.split).

@@ -56,6 +56,31 @@ def test_logits_equal_the_models_own_with_left_padding():
                           gqa(input_ids=ids, attention_mask=attn).logits[:, -1], atol=1e-4)
 
 
+@torch.inference_mode()
+def test_a_shared_prompt_is_prefilled_once_and_its_rows_match_a_prefill_of_each():
+    """A problem's n rows share their prompt: prefill runs each distinct prompt once and copies its
+    cache to the rows. The logits, the cache, the key bias and the next positions must equal those of
+    prefilling every row on its own."""
+    model, tok = toy2()
+    dec = CompactDecoder(model)
+    enc = tok([PROMPTS[0]] * 3 + [PROMPTS[2]] * 2 + [PROMPTS[0]], return_tensors="pt", padding=True)
+    ids, attn = enc["input_ids"], enc["attention_mask"]
+    total = ids.shape[1] + 4
+    logits, cache, keybias, nextpos = dec.prefill(ids, attn, total)
+    for r in range(len(ids)):
+        one = dec.prefill(ids[r:r + 1], attn[r:r + 1], total)
+        assert torch.allclose(logits[r], one[0][0], atol=1e-5)
+        p = ids.shape[1]
+        for kv, kv1 in zip(cache, one[1]):
+            assert torch.allclose(kv[:, r, :, :p], kv1[:, 0, :, :p], atol=1e-5)
+        assert torch.equal(keybias[r], one[2][0]) and nextpos[r] == one[3][0]
+    calls = []
+    forward = dec.forward
+    dec.forward = lambda ids, *a: calls.append(ids.shape[0]) or forward(ids, *a)
+    dec.prefill(ids, attn, total)
+    assert calls == [2], "two distinct prompts: one forward over two rows"
+
+
 def test_greedy_tokens_equal_generate_while_rows_end_at_different_steps():
     model, tok = toy2()
     rows = PROMPTS * 3

@@ -2,7 +2,8 @@
 `probe.py watch=RUN_DIR` worker (detached), and then applies `train.save_total_limit`.
 
 Rotation is ours, not HF's (HF rotates inside its save, before callbacks run, so it would delete
-checkpoints nobody probed): only checkpoints already in probes.jsonl are deleted. The watcher finds
+checkpoints nobody probed): only checkpoints already in probes.jsonl are deleted, and never the
+best-boundary one. With `train.stop_on_shrink` training stops at the first boundary alarm. The watcher finds
 work by listing complete checkpoints, so there is no queue file.
 """
 
@@ -13,23 +14,41 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from boundlab.boundary.alarm import best_boundary, best_boundary_path, stop_requested
+from boundlab.rundir import ALARMS_FILE
 from boundlab.rundir.checkpoints import mark_complete, rotate
 
 
 class ProbeCallback(TrainerCallback):
-    def __init__(self, tracker: Any, mode: str = "inline", save_total_limit: int | None = None):
+    def __init__(self, tracker: Any, mode: str = "inline", save_total_limit: int | None = None,
+                 stop_on_shrink: bool = False):
         if mode not in ("inline", "detached"):
             raise ValueError(f"train.probe_mode must be inline or detached, not {mode!r}")
         self.tracker = tracker
         self.mode = mode
         self.save_total_limit = save_total_limit
+        self.stop_on_shrink = stop_on_shrink
+        self.stopped = False
 
     def on_step_end(self, args, state, control, **kwargs):
         # Always save the final step, so the last policy is probed even when max_steps is not a
         # multiple of save_steps.
         if state.global_step >= state.max_steps:
             control.should_save = True
+        # Read from disk: a detached watcher raises the alarm in another process, and a resumed
+        # run may carry one from before.
+        if self.stop_on_shrink and stop_requested(self.tracker.run_dir):
+            self._stop(control, state.global_step)
         return control
+
+    def _stop(self, control, step: int) -> None:
+        control.should_training_stop = True
+        if not self.stopped:
+            self.stopped = True
+            best = best_boundary(probe_rows(self.tracker.run_dir))
+            where = f"; the best boundary is checkpoint-{best['step']}" if best else ""
+            print(f"[boundlab] train.stop_on_shrink: stopping at step {step} after the boundary alarm "
+                  f"({ALARMS_FILE}){where}", flush=True)
 
     def on_save(self, args, state, control, **kwargs):
         if not state.is_world_process_zero:
@@ -41,17 +60,25 @@ class ProbeCallback(TrainerCallback):
         mark_complete(ckpt)
         if self.mode == "inline":
             self.tracker.probe_checkpoint(state.global_step, str(ckpt))
+            if self.stop_on_shrink and stop_requested(self.tracker.run_dir):
+                self._stop(control, state.global_step)
         if self.save_total_limit:
             keep = {state.best_model_checkpoint} if state.best_model_checkpoint else set()
-            rotate(Path(args.output_dir), self.save_total_limit, probed_steps(self.tracker.run_dir),
-                   keep)
+            rows = probe_rows(self.tracker.run_dir)  # as on disk: a detached watcher appends to it
+            keep |= best_boundary_path(self.tracker.run_dir, rows)
+            rotate(Path(args.output_dir), self.save_total_limit,
+                   {int(r["step"]) for r in rows if r.get("kind") == "checkpoint"}, keep)
         return control
 
 
-def probed_steps(run_dir: Path) -> set[int]:
-    """Checkpoint steps in probes.jsonl as it is on disk now (a detached watcher adds to it)."""
+def probe_rows(run_dir: Path) -> list[dict]:
+    """probes.jsonl as it is on disk now (a detached watcher adds to it)."""
     from boundlab.rundir import PROBES_FILE
     from boundlab.rundir.io import read_jsonl
 
-    return {int(r["step"]) for r in read_jsonl(Path(run_dir) / PROBES_FILE)
-            if r.get("kind") == "checkpoint"}
+    return read_jsonl(Path(run_dir) / PROBES_FILE)
+
+
+def probed_steps(run_dir: Path) -> set[int]:
+    """Checkpoint steps in probes.jsonl as it is on disk now."""
+    return {int(r["step"]) for r in probe_rows(run_dir) if r.get("kind") == "checkpoint"}

@@ -12,6 +12,8 @@ answer-only numbers sit beside it, labelled (`boundlab.boundary.rows` has the ro
 base is probed a second time with seed + offset (a `kind=null` row): its Δ, lost and gained against the
 base are the chance level of every checkpoint's. A saturated probe (every problem solved at k = n)
 is flagged with the rule-of-three bound instead of showing a [0, 0] interval as precision.
+A checkpoint whose pass@n fell below the base's beyond chance raises the boundary alarm
+(`boundlab.boundary.alarm`).
 `probes.jsonl` records each finished probe, so a resumed run neither re-probes nor loses one; it and
 `boundary.csv` are replaced atomically (`boundlab.rundir.io`), and a torn last line left by an older
 writer or a full disk is skipped and cut off at load.
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from boundlab.boundary import rows as R
+from boundlab.boundary.alarm import raise_alarm, shrinkage
 from boundlab.probe.answer_stats import summary_lines
 from boundlab.probe.compare import compare  # noqa: F401 - the one comparison (rows.add_comparison)
 from boundlab.probe.estimator import powers_of_two
@@ -143,9 +146,12 @@ class BoundaryTracker:
         res = self._probe(ckpt_dir, f"step {step}")
         row = self._row(step, res, "checkpoint", time.time() - t0, self.seed)
         R.add_comparison(row, self.base, res, self.groups, self.bootstrap_iters, self.ci)
+        row["alarm"] = shrinkage(row, next((r for r in self.rows if r.get("kind") == "null"), None))
         self.results[step] = res
         self._append_row(row)
         self._log(row)
+        if row["alarm"]:
+            raise_alarm(self.run_dir, row, self.logger)
         self._write_files()
         return res
 
@@ -178,6 +184,8 @@ class BoundaryTracker:
         m.update(_probe_metrics(row))
         if row["kind"] == "checkpoint":
             m.update(_compared_metrics(row, PROBE, base_curve))
+            if "alarm" in row:  # rows from before the alarm existed have none
+                m[metric_key(PROBE, "alarm")] = len(row["alarm"])
         self.logger.log(m)
         curve, kmax = row["curve"], len(row["curve"])
         if base is not None:

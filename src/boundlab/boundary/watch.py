@@ -25,6 +25,7 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
     training run's: the worker may sample with vLLM on its own GPU while training used HF."""
     from omegaconf import OmegaConf
 
+    from boundlab.boundary.alarm import best_boundary_path
     from boundlab.boundary.tracker import build_tracker
     from boundlab.models import resolve_model_path
     from boundlab.probe.spec import ProbeSpec, load_task, set_threads
@@ -63,7 +64,8 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
                     tracker.probe_checkpoint(step, str(path))
             limit = OmegaConf.select(cfg, "train.save_total_limit")
             if limit:
-                ck.rotate(run_dir / CHECKPOINTS_DIR, limit, tracker.done_steps())
+                ck.rotate(run_dir / CHECKPOINTS_DIR, limit, tracker.done_steps(),
+                          best_boundary_path(run_dir, tracker.rows))
             if finished:
                 break
             if timeout_s is not None and time.time() - start > timeout_s:

@@ -3,6 +3,7 @@
     checkpoints/checkpoint-N/   HF checkpoints; `boundlab_complete` marks one whose save returned
                                 (rundir.checkpoints)
     probes.jsonl                one line per finished probe (base, then each checkpoint)
+    alarms.jsonl                one line per checkpoint whose boundary shrank (boundary.alarm)
     boundary.csv, boundary.png  the boundary over training; passk_by_step.png
     run_info.json               W&B run id, so a resumed run logs into the same run
     training_done               written when training finished: the watcher stops, resume refuses
@@ -22,6 +23,7 @@ from pathlib import Path
 CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINT_COMPLETE = "boundlab_complete"
 PROBES_FILE = "probes.jsonl"
+ALARMS_FILE = "alarms.jsonl"
 BOUNDARY_CSV = "boundary.csv"
 BOUNDARY_GROUPS_CSV = "boundary_groups.csv"
 BOUNDARY_PNG = "boundary.png"

@@ -4,7 +4,8 @@ On a ~1M-parameter model `transformers.generate` spends most of its time outside
 mask building, cache bookkeeping, logits processors), and keeps decoding rows that already ended
 until the longest row of the batch ends. This loop runs the same network with the fewest ops per
 step: one fused QKV and one fused gate/up matmul per layer, a preallocated KV cache written in place,
-and rows dropped from the batch (cache included) once they emit EOS. It samples from the same
+each distinct prompt of a batch prefilled once (a problem's n samples share it), and rows dropped
+from the batch (cache included) once they emit EOS. It samples from the same
 distribution as `generate(do_sample=True, temperature, top_p, top_k=0)`; the random draws differ.
 
 `CompactDecoder.supports(model)` says whether a model is one it can run exactly (a float32
@@ -121,6 +122,17 @@ class CompactDecoder:
         b, p = ids.shape
         if total > self.cos.shape[0]:
             self._rope_table(total)
+        # A problem's n samples share one prompt: run each distinct prompt once and copy its keys,
+        # values and logits to its rows (at n >= the batch size every row of a batch is one prompt).
+        uniq, inverse = torch.unique(torch.cat([ids, attn], dim=1), dim=0, return_inverse=True)
+        if len(uniq) < b:
+            logits, ucache, ukeybias, unext = self.prefill(uniq[:, :p], uniq[:, p:], total)
+            cache = []
+            for kv in ucache:  # only the prompt's columns hold anything yet
+                full = kv.new_empty(2, b, self.n_kv, total, self.head_dim)
+                full[:, :, :, :p] = kv[:, inverse, :, :p]
+                cache.append(full)
+            return logits[inverse], cache, ukeybias[inverse], unext[inverse]
         cache = [torch.empty(2, b, self.n_kv, total, self.head_dim) for _ in self.layers]
         pos = (attn.cumsum(-1) - 1).clamp(min=0)
         neg = torch.finfo(torch.float32).min

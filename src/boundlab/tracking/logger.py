@@ -177,6 +177,9 @@ class RunLogger:
     def update_summary(self, values: Mapping[str, Any]) -> None:
         """Set run-level summary values (final numbers shown in the runs table)."""
 
+    def alert(self, title: str, text: str) -> None:
+        """Something a researcher must see while the run goes on (the boundary alarm)."""
+
     def finish(self, exit_code: int = 0) -> None:
         """End the run. Safe to call more than once."""
         self._finished = True
@@ -326,6 +329,16 @@ class WandbLogger(RunLogger):
     def update_summary(self, values: Mapping[str, Any]) -> None:
         self._check_open()
         self._run.summary.update(dict(values))
+
+    def alert(self, title: str, text: str) -> None:
+        """In the run's summary (`alert/title`, `alert/text`: the last one) either way; online, also a
+        W&B alert (e-mail or Slack, as the user's W&B settings say)."""
+        self._check_open()
+        self._run.summary.update({"alert/title": title, "alert/text": text})
+        if self._mode == "online":
+            import wandb
+
+            self._run.alert(title=title, text=text, level=wandb.AlertLevel.WARN)
 
     def finish(self, exit_code: int = 0) -> None:
         if self._finished:

@@ -113,7 +113,8 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         reward = make_reward_fn(train_task, verifier, cfg.algo.max_completion_length, tok.eos_token_id)
         trainer = build_trainer(BuildInputs(
             cfg, model, tok, dataset, [reward],
-            [ProbeCallback(tracker, cfg.train.probe_mode, cfg.train.save_total_limit)], str(ckpt_dir),
+            [ProbeCallback(tracker, cfg.train.probe_mode, cfg.train.save_total_limit,
+                           cfg.train.stop_on_shrink)], str(ckpt_dir),
             report_to, peft_config, BuildContext(train_task, verifier, store, run_dir)))
         if resume_from is not None:
             print(f"[boundlab] resuming from {resume_from}", flush=True)
