@@ -6,7 +6,8 @@ not `--system-site-packages`; torch and transformers pinned to the main environm
 reuses after. lm-eval is never installed into the test environment.
 
     python bench/peer_lmeval.py --setup-only                 # build (or check) the venv, print JSON
-    python bench/peer_lmeval.py --per-tier 8 --n 64 256      # 40 toy2 problems, two rows
+    python bench/peer_lmeval.py --per-tier 8 --n 64 256 --self-seed 1   # 40 toy2 problems, two rows
+    python bench/peer_lmeval.py --n 64 --engines auto generate          # both BoundLab engines
 
 What happens, per n:
 1. The task's prompts are written by the probe's own export (`probe.py export=FILE` calls the same
@@ -19,7 +20,11 @@ What happens, per n:
    `probe.py samples=FILE`), and BoundLab probes the same model in-process (`probe_model`: sample,
    verify, store, curves), each into a temporary store.
 4. Both sides get pass@1 and pass@n with percentile-bootstrap CIs over problems (the probe's), and
-   the paired bootstrap CI of their difference (`bootstrap_diff_ci`), strict and answer-only.
+   the paired bootstrap CI of their difference (`bootstrap_diff_ci`), strict and answer-only. At
+   k = n a problem's pass@k is 0 or 1, so that CI rests on the few problems one side solved and the
+   other did not: the script lists them with their c and gives an exact sign test. `--self-seed S`
+   adds a second BoundLab probe (seed S) compared with the first: the spread of two draws of one
+   sampler, the yardstick for the BoundLab vs lm-eval differences.
 
 samples/s: BoundLab = samples / the probe's wall (sampling with verification overlapped, store,
 curves; model already loaded). lm-eval = samples / (generate_until wall + our scoring wall), and
@@ -244,7 +249,8 @@ def side_stats(res: Any, k_list: list[int], ci: float) -> dict[str, Any]:
     return out
 
 
-def compare(ours: Any, theirs: Any, k_list: list[int], iters: int, ci: float) -> dict[str, Any]:
+def compare(ours: Any, theirs: Any, k_list: list[int], iters: int, ci: float,
+            names: tuple[str, str] = ("boundlab", "lmeval")) -> dict[str, Any]:
     from boundlab.probe.estimator import bootstrap_diff_ci
 
     if list(ours.problem_ids) != list(theirs.problem_ids):
@@ -256,16 +262,19 @@ def compare(ours: Any, theirs: Any, k_list: list[int], iters: int, ci: float) ->
             d, lo, hi = bootstrap_diff_ci(a.per_problem[:, k - 1], b.per_problem[:, k - 1],
                                           iters=iters, alpha=1 - ci)
             out[f"{label}_pass@{k}"] = {
-                "boundlab_minus_lmeval": round(d, 4), "diff_ci": [round(lo, 4), round(hi, 4)],
+                f"{names[0]}_minus_{names[1]}": round(d, 4), "diff_ci": [round(lo, 4), round(hi, 4)],
                 "diff_ci_includes_0": bool(lo <= 0 <= hi),
                 "cis_overlap": ci_overlap((float(a.ci_low[k - 1]), float(a.ci_high[k - 1])),
                                           (float(b.ci_low[k - 1]), float(b.ci_high[k - 1])))}
         ca = ours.c_strict if label == "strict" else ours.c
         cb = theirs.c_strict if label == "strict" else theirs.c
         only_a, only_b = int(((ca > 0) & (cb == 0)).sum()), int(((ca == 0) & (cb > 0)).sum())
-        out[f"{label}_solved"] = {"boundlab_only": only_a, "lmeval_only": only_b,
+        out[f"{label}_solved"] = {f"{names[0]}_only": only_a, f"{names[1]}_only": only_b,
                                   "both": int(((ca > 0) & (cb > 0)).sum()),
-                                  "sign_test_p": round(sign_test(only_a, only_b), 4)}
+                                  "sign_test_p": round(sign_test(only_a, only_b), 4),
+                                  # c on each side where only one side solved the problem
+                                  "discordant_c": {pid: [int(x), int(y)] for pid, x, y in
+                                                   zip(ours.problem_ids, ca, cb) if (x > 0) != (y > 0)}}
         out[f"{label}_correct_samples"] = [int(ca.sum()), int(cb.sum())]
     return out
 
@@ -283,6 +292,10 @@ def main() -> None:
                          "probe.py; generate: transformers' generate, as lm-eval). The first one "
                          "gives the headline samples/s")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--self-seed", type=int, default=None,
+                    help="also probe BoundLab again with this seed (first engine) and compare it with "
+                         "the first probe: how far two draws of one sampler differ, the yardstick "
+                         "for the BoundLab vs lm-eval differences")
     ap.add_argument("--keep", type=Path, default=None, help="copy lm-eval's logged samples here")
     args = ap.parse_args()
     log = lambda msg: print(f"[peer_lmeval] {msg}", file=sys.stderr, flush=True)  # noqa: E731
@@ -393,6 +406,20 @@ def main() -> None:
                                          "over_lmeval": round(ours_sps / theirs_sps, 2),
                                          **side_stats(ours, k_list, ci)}
                 row[f"agreement{tag}"] = compare(ours, theirs, k_list, iters, ci)
+                if engine == args.engines[0]:
+                    first = ours
+            if args.self_seed is not None:
+                log(f"n = {n}: BoundLab probe again, seed {args.self_seed} ...")
+                store = Store(tmp / f"store-boundlab-{n}-self.sqlite")
+                sampler = HFSampler(model, tok, batch_size=args.batch, engine=args.engines[0])
+                again = probe_model(task, sampler, verifier, store, "peer-bench", n, gen,
+                                    seed=args.self_seed, tokenizer=tok, model_name="toy2",
+                                    bootstrap_iters=iters, ci=ci, progress=False)
+                store.close()
+                row["boundlab_self"] = {
+                    "seed": args.self_seed, **side_stats(again, k_list, ci),
+                    "vs_first_probe": compare(again, first, k_list, iters, ci,
+                                              (f"seed{args.self_seed}", f"seed{args.seed}"))}
             verifier.close()
             row["lmeval"] = lmeval_block
             result["rows"].append(row)

@@ -102,3 +102,25 @@ def test_ci_overlap():
                                    (6, 1, 2 * 8 / 128), (10, 0, 2 / 1024)])
 def test_sign_test_by_hand(a, b, p):
     assert peer.sign_test(a, b) == pytest.approx(p)
+
+
+def test_compare_pairs_the_same_problems_and_counts_the_solved_split():
+    import numpy as np
+    from types import SimpleNamespace
+
+    from boundlab.probe.curves import compute_curve
+
+    def side(c, ids=("a", "b", "c", "d")):
+        n, c = np.array([4, 4, 4, 4]), np.array(c)
+        cur = compute_curve(n, c, bootstrap_iters=200)
+        return SimpleNamespace(problem_ids=list(ids), curve=cur, curve_strict=cur, c=c, c_strict=c)
+
+    out = peer.compare(side([4, 1, 0, 0]), side([4, 0, 2, 0]), [1, 4], 200, 0.95)
+    # pass@1: (1 + .25) / 4 against (1 + .5) / 4; pass@4: 2/4 each, solved {a, b} against {a, c}.
+    assert out["strict_pass@1"]["boundlab_minus_lmeval"] == pytest.approx(-0.0625)
+    assert out["strict_pass@4"]["boundlab_minus_lmeval"] == 0.0
+    assert out["strict_solved"] == {"boundlab_only": 1, "lmeval_only": 1, "both": 1, "sign_test_p": 1.0,
+                                    "discordant_c": {"b": [1, 0], "c": [0, 2]}}
+    assert out["answer_correct_samples"] == [5, 6]
+    with pytest.raises(ValueError, match="different problems"):
+        peer.compare(side([1, 1, 1, 1]), side([1, 1, 1, 1], ids=("a", "b", "d", "c")), [1], 10, 0.95)
