@@ -4,9 +4,15 @@ Answers come with realistic duplication: at n samples per problem, a model repea
 answers (the gold in a few equivalent forms, common wrong answers, and a tail of one-offs). Both
 sides see the same extracted answers; verdicts must be identical.
 
-    python bench/bench_verify.py [--problems 40] [--n 256] [--workers 2]
+The completions around the answers differ (`--texts varied`, the default): each one's working holds
+a number of its own, as real samples are almost never byte-identical, so neither side gains from
+caching whole texts (math-verify 0.9 caches its last 20 parses; we could cache extractions). The
+answer distribution is the same either way. `--texts identical` gives the old texts, the same for
+every sample of an answer.
 
-Prints one JSON object.
+    python bench/bench_verify.py [--scenario trained|mixed|weak|all] [--problems 40] [--n 256]
+
+Prints one JSON object (with `--scenario all`, one per answer mix under "scenarios").
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ import argparse
 import json
 import random
 import time
+
+from math_verify.parser import parse_latex_cached
 
 import boundlab.builtins  # noqa: F401 - the task and verifier registries
 from boundlab.tasks import build_task
@@ -46,40 +54,39 @@ _WORKING = ("We expand the expression and collect terms; substituting $x = 3$ gi
             "and checking the boundary cases leaves one candidate. ") * 8
 
 
-def make_items(problems: list[Problem], n: int, zipf: float, seed: int = 0, fmt: str = "boxed"):
+def make_items(problems: list[Problem], n: int, zipf: float, seed: int = 0, fmt: str = "boxed",
+               texts: str = "varied"):
     rng = random.Random(seed)
+    # The varying part has its own generator, so the answers drawn are the same for both `texts`.
+    noise = random.Random(seed + 1)
+
+    def mark() -> str:
+        return "" if texts == "identical" else f" {noise.randint(0, 10**6)}"
+
     items = []
     for p in problems:
         cands = candidate_answers(p.answer, rng)
         # Zipf-like weights: the first few answers carry most of the mass.
         weights = [1.0 / (i + 1) ** zipf for i in range(len(cands))]
         if fmt == "boxed":
-            comps = [f"Step by step... so the result is \\boxed{{{a}}}."
+            comps = [f"Step by step{mark()}... so the result is \\boxed{{{a}}}."
                      for a in rng.choices(cands, weights=weights, k=n)]
         else:
-            comps = [f"{_WORKING}\nTherefore, the answer is ${a}$."
+            comps = [("" if texts == "identical" else f"Case{mark()}. ")
+                     + f"{_WORKING}\nTherefore, the answer is ${a}$."
                      for a in rng.choices(cands, weights=weights, k=n)]
         items.append((p, comps))
     return items
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--problems", type=int, default=40)
-    ap.add_argument("--n", type=int, default=256)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--scenario", choices=sorted(SCENARIOS), default="mixed")
-    ap.add_argument("--format", choices=["boxed", "prose"], default="boxed",
-                    help="answers in a box, or stated in prose after some working")
-    args = ap.parse_args()
-
-    cfg = type("C", (), {"name": "math500", "template": None, "chat": None, "system": None,
-                         "verifier": None, "limit": args.problems})()
-    items = make_items(build_task(cfg).problems, args.n, SCENARIOS[args.scenario], fmt=args.format)
+def run(scenario: str, args: argparse.Namespace, problems: list[Problem]) -> dict:
+    items = make_items(problems, args.n, SCENARIOS[scenario], fmt=args.format, texts=args.texts)
     total = sum(len(c) for _, c in items)
     distinct = sum(len({extract_math_answer(x) for x in c}) for _, c in items)
 
     # Plain: extract, then one math-verify call (parse gold, parse answer, verify) per answer.
+    # math-verify's own parse cache starts empty for each mix.
+    parse_latex_cached.cache_clear()
     plain_math_verify("1", "1")  # import and warm up outside the timing
     t = time.perf_counter()
     plain = [[plain_math_verify(p.answer, extract_math_answer(c) or "") for c in comps]
@@ -99,8 +106,8 @@ def main() -> None:
     ours = [[x.correct for x in row] for row in ours_v]
 
     mismatches = sum(a != b for ra, rb in zip(plain, ours) for a, b in zip(ra, rb))
-    print(json.dumps({
-        "benchmark": "verify", "scenario": args.scenario, "format": args.format, "zipf_exponent": SCENARIOS[args.scenario],
+    return {
+        "scenario": scenario, "zipf_exponent": SCENARIOS[scenario],
         "problems": len(items), "samples_per_problem": args.n, "answers": total,
         "distinct_answers_per_problem": round(distinct / len(items), 2),
         "math_verify_calls_ours": v.calls,
@@ -111,7 +118,33 @@ def main() -> None:
         "speedup_including_startup": round(plain_s / (ours_s + startup_s), 1),
         "verdicts_identical": mismatches == 0, "mismatches": mismatches,
         "correct_fraction": round(sum(map(sum, ours)) / total, 4),
-    }, indent=2))
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--problems", type=int, default=40)
+    ap.add_argument("--n", type=int, default=256)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--scenario", choices=sorted(SCENARIOS) + ["all"], default="mixed")
+    ap.add_argument("--format", choices=["boxed", "prose"], default="boxed",
+                    help="answers in a box, or stated in prose after some working")
+    ap.add_argument("--texts", choices=["varied", "identical"], default="varied",
+                    help="a number of its own in each completion's working, or the same text for "
+                         "every sample of an answer")
+    args = ap.parse_args()
+
+    cfg = type("C", (), {"name": "math500", "template": None, "chat": None, "system": None,
+                         "verifier": None, "limit": args.problems})()
+    problems = build_task(cfg).problems
+    head = {"benchmark": "verify", "format": args.format, "texts": args.texts}
+    if args.scenario != "all":
+        print(json.dumps({**head, **run(args.scenario, args, problems)}, indent=2))
+        return
+    runs = [run(s, args, problems) for s in SCENARIOS]
+    print(json.dumps({**head, "scenarios": runs,
+                      "min_speedup": min(r["speedup"] for r in runs),
+                      "verdicts_identical": all(r["verdicts_identical"] for r in runs)}, indent=2))
 
 
 if __name__ == "__main__":
