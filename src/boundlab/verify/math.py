@@ -350,7 +350,8 @@ class MathVerifier(Verifier):
     def _check_all(self, todo: list[tuple[str, str]]) -> list[tuple[tuple[bool, str], bool]]:
         """((correct, outcome), final) per (gold, answer). Not final (kept out of the cache): a
         `timeout`, and an `error` from a worker that died (the next try may well succeed)."""
-        results = self.pool.map(todo)
+        # One group per gold: a worker parses each gold once.
+        results = self.pool.map(todo, groups=[g for g, _ in todo])
         killed = self.pool.killed_cpu_s
         self.calls += len(todo)
         out: list[tuple[tuple[bool, str], bool] | None] = [None] * len(todo)
@@ -370,7 +371,8 @@ class MathVerifier(Verifier):
                 out[i] = ((False, "timeout"), False)
         if retry:
             again = self.pool.map([(*todo[i], True) for i in retry],
-                                  deadline_s=self.pool.deadline_s * _RETRY_FACTOR)
+                                  deadline_s=self.pool.deadline_s * _RETRY_FACTOR,
+                                  groups=[todo[i][0] for i in retry])
             self.calls += len(retry)
             self.retries += len(retry)
             for i, res in zip(retry, again):
