@@ -11,6 +11,12 @@ answer distribution is the same either way. `--texts identical` gives the old te
 every sample of an answer.
 
     python bench/bench_verify.py [--scenario trained|mixed|weak|all] [--problems 40] [--n 256]
+                                 [--warmup 40] [--floor]
+
+Both sides are timed in wall clock and in CPU seconds (ours: the parent's and the workers'; on a
+loaded machine the CPU ratio moves less). `--floor` also times math-verify alone on the distinct
+pairs ours checks, in one warm process: `speedup_cpu_bound` = plain CPU / that, the most any
+verifier that calls math-verify once per distinct pair can gain on one core.
 
 Prints one JSON object (with `--scenario all`, one per answer mix under "scenarios").
 """
@@ -80,8 +86,36 @@ def make_items(problems: list[Problem], n: int, zipf: float, seed: int = 0, fmt:
     return items
 
 
+def math_verify_floor(items, extraction: str) -> tuple[int, float]:
+    """(pairs, CPU seconds) of one math-verify check of every distinct (gold, answer) pair that
+    our verifier sends to math-verify, run here, one after another, in this process (already
+    warm from the plain side: the cheapest these checks get). No scheme that checks each distinct
+    pair once with math-verify spends less CPU than this, whatever its pool does."""
+    from boundlab.verify.extract import extract
+    from boundlab.verify.math import _GOLD_CACHE, _worker_check, answer_units, fast_verdict
+    from boundlab.verify.normalize import normalize_answer
+
+    pairs: dict[tuple[str, str], None] = {}
+    for p, comps in items:
+        gold = normalize_answer(p.answer)
+        for c in comps:
+            for a in answer_units(gold, extract(c, extraction).answers):
+                if fast_verdict(gold, a) is None:
+                    pairs[(gold, a)] = None
+    _GOLD_CACHE.clear()
+    parse_latex_cached.cache_clear()
+    c = time.process_time()
+    for pair in pairs:
+        _worker_check(pair)
+    return len(pairs), time.process_time() - c
+
+
 def run(scenario: str, args: argparse.Namespace, problems: list[Problem]) -> dict:
-    items = make_items(problems, args.n, SCENARIOS[scenario], fmt=args.format, texts=args.texts)
+    items = make_items(problems[:args.problems], args.n, SCENARIOS[scenario], fmt=args.format,
+                       texts=args.texts)
+    # Other problems, the same mix: both sides check them before the timing (see --warmup).
+    warm = make_items(problems[args.problems:], args.n, SCENARIOS[scenario], seed=1,
+                      fmt=args.format, texts=args.texts)
     total = sum(len(c) for _, c in items)
     distinct = sum(len({extract_math_answer(x) for x in c}) for _, c in items)
 
@@ -89,6 +123,9 @@ def run(scenario: str, args: argparse.Namespace, problems: list[Problem]) -> dic
     # math-verify's own parse cache starts empty for each mix.
     parse_latex_cached.cache_clear()
     plain_math_verify("1", "1")  # import and warm up outside the timing
+    for p, comps in warm:
+        for c in comps:
+            plain_math_verify(p.answer, extract_math_answer(c) or "")
     c = time.process_time()
     t = time.perf_counter()
     plain = [[plain_math_verify(p.answer, extract_math_answer(c) or "") for c in comps]
@@ -101,6 +138,8 @@ def run(scenario: str, args: argparse.Namespace, problems: list[Problem]) -> dic
     v.pool.start(wait_ready=True)
     v.pool.map([("1", "1")] * args.workers)  # workers up and warm
     startup_s = time.perf_counter() - t
+    v.score_many(warm)
+    v._cache.clear()  # no verdict carries over from the warm-up
     v.calls = 0
     pids = [w.proc.pid for w in v.pool._workers]
     workers_cpu0 = sum(_cpu_seconds(pid) or 0.0 for pid in pids)
@@ -116,9 +155,10 @@ def run(scenario: str, args: argparse.Namespace, problems: list[Problem]) -> dic
     ours = [[x.correct for x in row] for row in ours_v]
 
     mismatches = sum(a != b for ra, rb in zip(plain, ours) for a, b in zip(ra, rb))
+    floor = math_verify_floor(items, v.extraction) if args.floor else None
     return {
         "scenario": scenario, "zipf_exponent": SCENARIOS[scenario],
-        "problems": len(items), "samples_per_problem": args.n, "answers": total,
+        "problems": len(items), "warmup_problems": len(warm), "samples_per_problem": args.n, "answers": total,
         "distinct_answers_per_problem": round(distinct / len(items), 2),
         "math_verify_calls_ours": v.calls,
         "plain_seconds": round(plain_s, 3), "plain_answers_per_s": round(total / plain_s, 1),
@@ -132,6 +172,9 @@ def run(scenario: str, args: argparse.Namespace, problems: list[Problem]) -> dic
         "speedup_cpu": round(plain_cpu / ours_cpu, 1), "workers_replaced": replaced,
         "speedup_including_startup": round(plain_s / (ours_s + startup_s), 1),
         "verdicts_identical": mismatches == 0, "mismatches": mismatches,
+        **({} if floor is None else {
+            "floor_pairs": floor[0], "floor_cpu_seconds": round(floor[1], 3),
+            "speedup_cpu_bound": round(plain_cpu / floor[1], 1)}),
         "correct_fraction": round(sum(map(sum, ours)) / total, 4),
     }
 
@@ -147,10 +190,17 @@ def main() -> None:
     ap.add_argument("--texts", choices=["varied", "identical"], default="varied",
                     help="a number of its own in each completion's working, or the same text for "
                          "every sample of an answer")
+    ap.add_argument("--warmup", type=int, default=0,
+                    help="this many other problems (same mix) checked by both sides before the "
+                         "timing: a probe's verifier lives on, so its workers are warm; 0 times "
+                         "fresh ones, which pay math-verify's first-use costs in each worker")
+    ap.add_argument("--floor", action="store_true",
+                    help="also time math-verify alone on the distinct pairs ours checks (see "
+                         "math_verify_floor): what bounds the speed-up")
     args = ap.parse_args()
 
     cfg = type("C", (), {"name": "math500", "template": None, "chat": None, "system": None,
-                         "verifier": None, "limit": args.problems})()
+                         "verifier": None, "limit": args.problems + args.warmup})()
     problems = build_task(cfg).problems
     head = {"benchmark": "verify", "format": args.format, "texts": args.texts}
     if args.scenario != "all":

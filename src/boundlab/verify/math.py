@@ -12,7 +12,9 @@
   calls, keyed by (gold, answer).
 - Every math-verify call runs in a worker process (`DeadlinePool`): math-verify's own timeouts use
   `signal.alarm`, which needs a main thread and cannot interrupt C-level big-integer arithmetic, so
-  the parent enforces a hard deadline and replaces a worker that overruns it.
+  the parent enforces a hard deadline and replaces a worker that overruns it. A worker gets its
+  calls in batches, all of one gold's together (it parses that gold once); each call keeps its own
+  deadline.
 - Answers longer than `max_answer_chars` are judged `too_long` without parsing.
 - Answers and gold are normalized first (`normalize.py`: `2\\,220` is 2220, `\\textbf{(073)}` is 73).
 
