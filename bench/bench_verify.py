@@ -4,9 +4,21 @@ Answers come with realistic duplication: at n samples per problem, a model repea
 answers (the gold in a few equivalent forms, common wrong answers, and a tail of one-offs). Both
 sides see the same extracted answers; verdicts must be identical.
 
-    python bench/bench_verify.py [--problems 40] [--n 256] [--workers 2]
+The completions around the answers differ (`--texts varied`, the default): each one's working holds
+a number of its own, as real samples are almost never byte-identical, so neither side gains from
+caching whole texts (math-verify 0.9 caches its last 20 parses; we could cache extractions). The
+answer distribution is the same either way. `--texts identical` gives the old texts, the same for
+every sample of an answer.
 
-Prints one JSON object.
+    python bench/bench_verify.py [--scenario trained|mixed|weak|all] [--problems 40] [--n 256]
+                                 [--warmup 40] [--floor]
+
+Both sides are timed in wall clock and in CPU seconds (ours: the parent's and the workers'; on a
+loaded machine the CPU ratio moves less). `--floor` also times math-verify alone on the distinct
+pairs ours checks, in one warm process: `speedup_cpu_bound` = plain CPU / that, the most any
+verifier that calls math-verify once per distinct pair can gain on one core.
+
+Prints one JSON object (with `--scenario all`, one per answer mix under "scenarios").
 """
 
 from __future__ import annotations
@@ -16,11 +28,14 @@ import json
 import random
 import time
 
+from math_verify.parser import parse_latex_cached
+
 import boundlab.builtins  # noqa: F401 - the task and verifier registries
 from boundlab.tasks import build_task
 from boundlab.tasks.base import Problem
 from boundlab.verify.extract import extract_math_answer
 from boundlab.verify.math import MathVerifier, plain_math_verify
+from boundlab.verify.pool import _cpu_seconds
 
 
 def candidate_answers(gold: str, rng: random.Random) -> list[str]:
@@ -46,21 +61,122 @@ _WORKING = ("We expand the expression and collect terms; substituting $x = 3$ gi
             "and checking the boundary cases leaves one candidate. ") * 8
 
 
-def make_items(problems: list[Problem], n: int, zipf: float, seed: int = 0, fmt: str = "boxed"):
+def make_items(problems: list[Problem], n: int, zipf: float, seed: int = 0, fmt: str = "boxed",
+               texts: str = "varied"):
     rng = random.Random(seed)
+    # The varying part has its own generator, so the answers drawn are the same for both `texts`.
+    noise = random.Random(seed + 1)
+
+    def mark() -> str:
+        return "" if texts == "identical" else f" {noise.randint(0, 10**6)}"
+
     items = []
     for p in problems:
         cands = candidate_answers(p.answer, rng)
         # Zipf-like weights: the first few answers carry most of the mass.
         weights = [1.0 / (i + 1) ** zipf for i in range(len(cands))]
         if fmt == "boxed":
-            comps = [f"Step by step... so the result is \\boxed{{{a}}}."
+            comps = [f"Step by step{mark()}... so the result is \\boxed{{{a}}}."
                      for a in rng.choices(cands, weights=weights, k=n)]
         else:
-            comps = [f"{_WORKING}\nTherefore, the answer is ${a}$."
+            comps = [("" if texts == "identical" else f"Case{mark()}. ")
+                     + f"{_WORKING}\nTherefore, the answer is ${a}$."
                      for a in rng.choices(cands, weights=weights, k=n)]
         items.append((p, comps))
     return items
+
+
+def math_verify_floor(items, extraction: str) -> tuple[int, float]:
+    """(pairs, CPU seconds) of one math-verify check of every distinct (gold, answer) pair that
+    our verifier sends to math-verify, run here, one after another, in this process (already
+    warm from the plain side: the cheapest these checks get). No scheme that checks each distinct
+    pair once with math-verify spends less CPU than this, whatever its pool does."""
+    from boundlab.verify.extract import extract
+    from boundlab.verify.math import _GOLD_CACHE, _worker_check, answer_units, fast_verdict
+    from boundlab.verify.normalize import normalize_answer
+
+    pairs: dict[tuple[str, str], None] = {}
+    for p, comps in items:
+        gold = normalize_answer(p.answer)
+        for c in comps:
+            for a in answer_units(gold, extract(c, extraction).answers):
+                if fast_verdict(gold, a) is None:
+                    pairs[(gold, a)] = None
+    _GOLD_CACHE.clear()
+    parse_latex_cached.cache_clear()
+    c = time.process_time()
+    for pair in pairs:
+        _worker_check(pair)
+    return len(pairs), time.process_time() - c
+
+
+def run(scenario: str, args: argparse.Namespace, problems: list[Problem]) -> dict:
+    items = make_items(problems[:args.problems], args.n, SCENARIOS[scenario], fmt=args.format,
+                       texts=args.texts)
+    # Other problems, the same mix: both sides check them before the timing (see --warmup).
+    warm = make_items(problems[args.problems:], args.n, SCENARIOS[scenario], seed=1,
+                      fmt=args.format, texts=args.texts)
+    total = sum(len(c) for _, c in items)
+    distinct = sum(len({extract_math_answer(x) for x in c}) for _, c in items)
+
+    # Plain: extract, then one math-verify call (parse gold, parse answer, verify) per answer.
+    # math-verify's own parse cache starts empty for each mix.
+    parse_latex_cached.cache_clear()
+    plain_math_verify("1", "1")  # import and warm up outside the timing
+    for p, comps in warm:
+        for c in comps:
+            plain_math_verify(p.answer, extract_math_answer(c) or "")
+    c = time.process_time()
+    t = time.perf_counter()
+    plain = [[plain_math_verify(p.answer, extract_math_answer(c) or "") for c in comps]
+             for p, comps in items]
+    plain_s = time.perf_counter() - t
+    plain_cpu = time.process_time() - c
+
+    v = MathVerifier(workers=args.workers)
+    t = time.perf_counter()
+    v.pool.start(wait_ready=True)
+    v.pool.map([("1", "1")] * args.workers)  # workers up and warm
+    startup_s = time.perf_counter() - t
+    v.score_many(warm)
+    v._cache.clear()  # no verdict carries over from the warm-up
+    v.calls = 0
+    pids = [w.proc.pid for w in v.pool._workers]
+    workers_cpu0 = sum(_cpu_seconds(pid) or 0.0 for pid in pids)
+    c = time.process_time()
+    t = time.perf_counter()
+    ours_v = v.score_many(items)
+    ours_s = time.perf_counter() - t
+    parent_cpu = time.process_time() - c
+    # Workers replaced during the run (a kill) would drop out of this sum: the bench checks none was.
+    replaced = [w.proc.pid for w in v.pool._workers] != pids
+    ours_cpu = parent_cpu + sum(_cpu_seconds(pid) or 0.0 for pid in pids) - workers_cpu0
+    v.close()
+    ours = [[x.correct for x in row] for row in ours_v]
+
+    mismatches = sum(a != b for ra, rb in zip(plain, ours) for a, b in zip(ra, rb))
+    floor = math_verify_floor(items, v.extraction) if args.floor else None
+    return {
+        "scenario": scenario, "zipf_exponent": SCENARIOS[scenario],
+        "problems": len(items), "warmup_problems": len(warm), "samples_per_problem": args.n, "answers": total,
+        "distinct_answers_per_problem": round(distinct / len(items), 2),
+        "math_verify_calls_ours": v.calls,
+        "plain_seconds": round(plain_s, 3), "plain_answers_per_s": round(total / plain_s, 1),
+        "ours_seconds": round(ours_s, 3), "ours_answers_per_s": round(total / ours_s, 1),
+        "ours_worker_startup_seconds": round(startup_s, 3),
+        "speedup": round(plain_s / ours_s, 1),
+        # CPU seconds (ours: the parent's and the workers'), which a loaded machine moves less
+        # than wall time; /proc counts whole clock ticks (10 ms).
+        "plain_cpu_seconds": round(plain_cpu, 3),
+        "ours_cpu_seconds": round(ours_cpu, 3), "ours_parent_cpu_seconds": round(parent_cpu, 3),
+        "speedup_cpu": round(plain_cpu / ours_cpu, 1), "workers_replaced": replaced,
+        "speedup_including_startup": round(plain_s / (ours_s + startup_s), 1),
+        "verdicts_identical": mismatches == 0, "mismatches": mismatches,
+        **({} if floor is None else {
+            "floor_pairs": floor[0], "floor_cpu_seconds": round(floor[1], 3),
+            "speedup_cpu_bound": round(plain_cpu / floor[1], 1)}),
+        "correct_fraction": round(sum(map(sum, ours)) / total, 4),
+    }
 
 
 def main() -> None:
@@ -68,50 +184,33 @@ def main() -> None:
     ap.add_argument("--problems", type=int, default=40)
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--scenario", choices=sorted(SCENARIOS), default="mixed")
+    ap.add_argument("--scenario", choices=sorted(SCENARIOS) + ["all"], default="mixed")
     ap.add_argument("--format", choices=["boxed", "prose"], default="boxed",
                     help="answers in a box, or stated in prose after some working")
+    ap.add_argument("--texts", choices=["varied", "identical"], default="varied",
+                    help="a number of its own in each completion's working, or the same text for "
+                         "every sample of an answer")
+    ap.add_argument("--warmup", type=int, default=0,
+                    help="this many other problems (same mix) checked by both sides before the "
+                         "timing: a probe's verifier lives on, so its workers are warm; 0 times "
+                         "fresh ones, which pay math-verify's first-use costs in each worker")
+    ap.add_argument("--floor", action="store_true",
+                    help="also time math-verify alone on the distinct pairs ours checks (see "
+                         "math_verify_floor): what bounds the speed-up")
     args = ap.parse_args()
 
     cfg = type("C", (), {"name": "math500", "template": None, "chat": None, "system": None,
-                         "verifier": None, "limit": args.problems})()
-    items = make_items(build_task(cfg).problems, args.n, SCENARIOS[args.scenario], fmt=args.format)
-    total = sum(len(c) for _, c in items)
-    distinct = sum(len({extract_math_answer(x) for x in c}) for _, c in items)
-
-    # Plain: extract, then one math-verify call (parse gold, parse answer, verify) per answer.
-    plain_math_verify("1", "1")  # import and warm up outside the timing
-    t = time.perf_counter()
-    plain = [[plain_math_verify(p.answer, extract_math_answer(c) or "") for c in comps]
-             for p, comps in items]
-    plain_s = time.perf_counter() - t
-
-    v = MathVerifier(workers=args.workers)
-    t = time.perf_counter()
-    v.pool.start()
-    v.pool.map([("1", "1")] * args.workers)  # workers up and warm
-    startup_s = time.perf_counter() - t
-    v.calls = 0
-    t = time.perf_counter()
-    ours_v = v.score_many(items)
-    ours_s = time.perf_counter() - t
-    v.close()
-    ours = [[x.correct for x in row] for row in ours_v]
-
-    mismatches = sum(a != b for ra, rb in zip(plain, ours) for a, b in zip(ra, rb))
-    print(json.dumps({
-        "benchmark": "verify", "scenario": args.scenario, "format": args.format, "zipf_exponent": SCENARIOS[args.scenario],
-        "problems": len(items), "samples_per_problem": args.n, "answers": total,
-        "distinct_answers_per_problem": round(distinct / len(items), 2),
-        "math_verify_calls_ours": v.calls,
-        "plain_seconds": round(plain_s, 3), "plain_answers_per_s": round(total / plain_s, 1),
-        "ours_seconds": round(ours_s, 3), "ours_answers_per_s": round(total / ours_s, 1),
-        "ours_worker_startup_seconds": round(startup_s, 3),
-        "speedup": round(plain_s / ours_s, 1),
-        "speedup_including_startup": round(plain_s / (ours_s + startup_s), 1),
-        "verdicts_identical": mismatches == 0, "mismatches": mismatches,
-        "correct_fraction": round(sum(map(sum, ours)) / total, 4),
-    }, indent=2))
+                         "verifier": None, "limit": args.problems + args.warmup})()
+    problems = build_task(cfg).problems
+    head = {"benchmark": "verify", "format": args.format, "texts": args.texts}
+    if args.scenario != "all":
+        print(json.dumps({**head, **run(args.scenario, args, problems)}, indent=2))
+        return
+    runs = [run(s, args, problems) for s in SCENARIOS]
+    print(json.dumps({**head, "scenarios": runs,
+                      "min_speedup": min(r["speedup"] for r in runs),
+                      "min_speedup_cpu": min(r["speedup_cpu"] for r in runs),
+                      "verdicts_identical": all(r["verdicts_identical"] for r in runs)}, indent=2))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 import time
 
-from boundlab.verify.extract import extract_math_answer, last_boxed
+from boundlab.verify.extract import all_boxes, extract_math_answer, last_boxed
 
 
 def test_nested_braces():
@@ -45,3 +45,23 @@ def test_pathological_inputs_are_linear():
         t = time.perf_counter()
         extract_math_answer(text)
         assert time.perf_counter() - t < 0.5
+
+
+def test_closing_brace_scan_matches_the_one_pass_brace_map():
+    # all_boxes finds a box's closing brace by scanning from the box on (few boxes) or from one
+    # pass over the text (many): the same brace either way, on random brace soup.
+    import random
+
+    from boundlab.verify.extract import _closing_brace, _matching_braces
+
+    rng = random.Random(0)
+    for _ in range(5000):
+        t = "".join(rng.choice("{}ab\\ ") for _ in range(rng.randint(0, 40)))
+        pairs = _matching_braces(t)
+        for j, ch in enumerate(t):
+            if ch == "{":
+                assert _closing_brace(t, j) == pairs.get(j), (t, j)
+    few = "a } \\boxed{x{y}} and \\boxed{z"
+    many = few + " \\boxed{1}" * 6
+    assert all_boxes(few) == [(4, 16, "x{y}")]
+    assert all_boxes(many)[:1] == [(4, 16, "x{y}")] and len(all_boxes(many)) == 7

@@ -104,6 +104,24 @@ def _matching_braces(text: str) -> dict[int, int]:
     return match
 
 
+_BRACE = re.compile(r"[{}]")
+# Up to this many box tokens, each box's closing brace is found by a scan from the box on (a
+# completion has one or two boxes, mostly at its end); beyond it, one pass over the whole text
+# (`_matching_braces`) serves them all, so scanning stays linear.
+_FEW_BOXES = 4
+
+
+def _closing_brace(text: str, j: int) -> int | None:
+    """Index of the '}' matching the '{' at `j`, or None: the same answer as `_matching_braces`
+    (a '}' before `j` that closes nothing cannot pair with anything after it)."""
+    depth = 0
+    for m in _BRACE.finditer(text, j):
+        depth += 1 if m.group() == "{" else -1
+        if depth == 0:
+            return m.start()
+    return None
+
+
 def all_boxes(text: str) -> list[tuple[int, int, str]]:
     """(start, end, content) of every closed box, in order. `\\boxed 5` (no braces) counts too;
     an unclosed box is skipped."""
@@ -122,9 +140,12 @@ def all_boxes(text: str) -> list[tuple[int, int, str]]:
         while j < len(text) and text[j] == " ":
             j += 1
         if j < len(text) and text[j] == "{":
-            if match is None:
-                match = _matching_braces(text)
-            end = match.get(j)
+            if len(starts) <= _FEW_BOXES:
+                end = _closing_brace(text, j)
+            else:
+                if match is None:
+                    match = _matching_braces(text)
+                end = match.get(j)
             if end is not None:
                 out.append((idx, end + 1, text[j + 1: end]))
         elif j < len(text) and (text[j].isalnum() or text[j] in "-+.\\"):

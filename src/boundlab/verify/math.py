@@ -12,7 +12,9 @@
   calls, keyed by (gold, answer).
 - Every math-verify call runs in a worker process (`DeadlinePool`): math-verify's own timeouts use
   `signal.alarm`, which needs a main thread and cannot interrupt C-level big-integer arithmetic, so
-  the parent enforces a hard deadline and replaces a worker that overruns it.
+  the parent enforces a hard deadline and replaces a worker that overruns it. A worker gets its
+  calls in batches, all of one gold's together (it parses that gold once); each call keeps its own
+  deadline.
 - Answers longer than `max_answer_chars` are judged `too_long` without parsing.
 - Answers and gold are normalized first (`normalize.py`: `2\\,220` is 2220, `\\textbf{(073)}` is 73).
 
@@ -350,7 +352,8 @@ class MathVerifier(Verifier):
     def _check_all(self, todo: list[tuple[str, str]]) -> list[tuple[tuple[bool, str], bool]]:
         """((correct, outcome), final) per (gold, answer). Not final (kept out of the cache): a
         `timeout`, and an `error` from a worker that died (the next try may well succeed)."""
-        results = self.pool.map(todo)
+        # One group per gold: a worker parses each gold once.
+        results = self.pool.map(todo, groups=[g for g, _ in todo])
         killed = self.pool.killed_cpu_s
         self.calls += len(todo)
         out: list[tuple[tuple[bool, str], bool] | None] = [None] * len(todo)
@@ -370,7 +373,8 @@ class MathVerifier(Verifier):
                 out[i] = ((False, "timeout"), False)
         if retry:
             again = self.pool.map([(*todo[i], True) for i in retry],
-                                  deadline_s=self.pool.deadline_s * _RETRY_FACTOR)
+                                  deadline_s=self.pool.deadline_s * _RETRY_FACTOR,
+                                  groups=[todo[i][0] for i in retry])
             self.calls += len(retry)
             self.retries += len(retry)
             for i, res in zip(retry, again):
