@@ -343,8 +343,8 @@ class GRPOFamilyConfig(PolicyGradientConfig):
 
 @dataclass
 class OnPolicyConfig(PolicyGradientConfig):
-    """`algo.onpolicy`: read by ppo, reinforce_pp, reinforce_pp_baseline, remax and dapo
-    (boundlab's OnPolicyTrainer)."""
+    """`algo.onpolicy`: read by ppo, reinforce_pp, reinforce_pp_baseline, remax, dapo, passk_grpo and
+    weighted_reinforce (boundlab's OnPolicyTrainer)."""
     # DAPO: drop groups whose rewards are all equal and refill the batch with groups that carry signal.
     dynamic_sampling: bool = False
     # DAPO: most extra generation rounds spent refilling the batch after dynamic sampling; then it
@@ -365,6 +365,10 @@ class OnPolicyConfig(PolicyGradientConfig):
     cliprange_value: float = 0.2
     # PPO: the learned value model.
     critic: CriticConfig = field(default_factory=CriticConfig)
+    # passk_grpo: k of the group's pass@k reward (1 <= k <= algo.rollouts).
+    passk_k: int = 4
+    # weighted_reinforce: the weight of correct samples (wrong ones get -1); 0 = pure NSR.
+    positive_weight: float = 0.1
 
 
 @dataclass

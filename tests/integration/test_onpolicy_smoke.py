@@ -1,5 +1,5 @@
-"""The on-policy trainers (PPO, REINFORCE++, REINFORCE++-baseline, ReMax, DAPO) end to end on the toy
-world: train.py exits 0, the policy's parameters change (and PPO's critic's), every checkpoint is
+"""The on-policy trainers (PPO, REINFORCE++, REINFORCE++-baseline, ReMax, DAPO, and the remedies Pass@k
+Training and Weighted-REINFORCE) end to end on the toy world: train.py exits 0, the policy's parameters change (and PPO's critic's), every checkpoint is
 probed through the callback, and the training metrics reach W&B. Plus PPO's critic surviving a
 resume, and the build-time refusals of combinations the trainer cannot honour."""
 
@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 from boundlab.toyworld2.paths import base_model_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-ALGOS = ["ppo", "reinforce_pp", "reinforce_pp_baseline", "remax", "dapo"]
+ALGOS = ["ppo", "reinforce_pp", "reinforce_pp_baseline", "remax", "dapo", "passk_grpo", "weighted_reinforce"]
 
 torch.set_num_threads(1)
 
@@ -169,6 +169,9 @@ def test_micro_batches_add_up_to_the_round_loss(tmp_path):
     ("reinforce_pp", ["algo.onpolicy.gamma=0.9"], "gamma"),
     ("dapo", ["algo.onpolicy.critic.model=/nowhere"], "critic"),
     ("dapo", ["algo.onpolicy.loss_type=dr_grpo"], "loss_type"),
+    ("passk_grpo", ["algo.onpolicy.passk_k=9"], "passk_k"),
+    ("passk_grpo", ["kl.coef=0.1", "kl.where=reward"], "kl.where=loss"),
+    ("weighted_reinforce", ["algo.onpolicy.positive_weight=-0.5"], "positive_weight"),
 ])
 def test_combinations_that_cannot_be_honoured_fail_at_build_time(algo, overrides, needle):
     from boundlab.algos.onpolicy import settings_from_cfg

@@ -259,3 +259,47 @@ def test_masked_whiten_keeps_padding_zero():
     x, mask = t([1, 2, 3, 100]), t([1, 1, 1, 0])
     # mean 2, Bessel std 1 -> [-1, 0, 1, 0]
     close(O.masked_whiten(x, mask), [[-1, 0, 1, 0]])
+
+
+# ---- remedies (issue 14) ----
+
+def test_passk_advantage_matches_the_papers_formulas_by_hand():
+    # N = 4, k = 2, one correct: R = 1 - C(3,2)/C(4,2) = 1 - 3/6 = 0.5, std = sqrt(0.25) = 0.5.
+    # correct: (1 - 0.5)/0.5 = 1; wrong: (1 - 0.5 - C(2,1)/C(3,1))/0.5 = (0.5 - 2/3)/0.5 = -1/3.
+    correct = torch.tensor([[True, False, False, False]])
+    close(O.passk_advantages(correct, 2), t([1.0, -1 / 3, -1 / 3, -1 / 3]))
+    # N = 4, k = 2, two correct: R = 1 - C(2,2)/6 = 5/6, std = sqrt(5/36) = sqrt(5)/6.
+    # correct: (1/6)/(sqrt5/6) = 1/sqrt5; wrong: (1/6 - C(1,1)/C(3,1))/(sqrt5/6) = (1/6 - 1/3)*6/sqrt5 = -1/sqrt5.
+    r5 = 1 / math.sqrt(5)
+    close(O.passk_advantages(torch.tensor([[True, True, False, False]]), 2), t([r5, r5, -r5, -r5]))
+    # N = 4, k = 3, one correct: R = 1 - C(3,3)/C(4,3) = 3/4, std = sqrt(3)/4.
+    # correct: (1/4)/(sqrt3/4) = 1/sqrt3; wrong: (1/4 - C(2,2)/C(3,2))/(sqrt3/4) = (1/4 - 1/3)*4/sqrt3 = -1/(3 sqrt3).
+    r3 = 1 / math.sqrt(3)
+    close(O.passk_advantages(torch.tensor([[False, True, False, False]]), 3), t([-r3 / 3, r3, -r3 / 3, -r3 / 3]))
+
+
+def test_passk_advantage_sums_to_zero_and_is_zero_without_a_spread():
+    g = torch.tensor([[True, False, False, False, False, False, False, False],
+                      [True, True, True, False, False, False, False, False]])
+    adv = O.passk_advantages(g, 4)
+    close(adv.sum(-1), t(0.0, 0.0), tol=1e-5)
+    assert (adv[g] > 0).all() and (adv[~g] < 0).all()
+    # All wrong, all right, or too few wrong samples to fill a k-subset (R = 1): no signal.
+    flat = torch.tensor([[False] * 4, [True] * 4, [True, True, True, False]])
+    assert torch.equal(O.passk_advantages(flat, 2), torch.zeros(3, 4))
+
+
+def test_passk_advantage_at_k1_is_grpos_with_the_population_std():
+    g = torch.tensor([[True, False, False, True, False]])
+    r = g.float()
+    close(O.passk_advantages(g, 1), (r - r.mean()) / r.std(unbiased=False))
+    with pytest.raises(ValueError, match="1 <= k <= the group size"):
+        O.passk_advantages(g, 6)
+
+
+def test_weighted_reinforce_gives_lambda_and_minus_one():
+    c = torch.tensor([True, False, True, False])
+    close(O.weighted_reinforce_advantages(c, 0.1), t([0.1, -1.0, 0.1, -1.0]))
+    close(O.weighted_reinforce_advantages(c, 0.0), t([0.0, -1.0, 0.0, -1.0]))  # pure NSR
+    with pytest.raises(ValueError, match=">= 0"):
+        O.weighted_reinforce_advantages(c, -0.1)

@@ -30,6 +30,8 @@ def _builtins() -> tuple[Algorithm, ...]:
         onpolicy.REINFORCE_PP_BASELINE,
         onpolicy.REMAX,
         onpolicy.DAPO,
+        onpolicy.PASSK_GRPO,
+        onpolicy.WEIGHTED_REINFORCE,
         distill.SFT_DISTILL,
         distill.ONPOLICY_DISTILL,
     )

@@ -225,6 +225,50 @@ def remax_advantages(scores: Tensor, greedy_scores: Tensor, mask: Tensor, kl: Te
     return (returns - greedy_scores.unsqueeze(1)) * mask
 
 
+# ---- remedies: raise pass@1 without narrowing the boundary (issue 14) ----
+
+def passk_advantages(correct: Tensor, k: int) -> Tensor:
+    """Pass@k Training's analytical advantage (Chen et al. 2025, arXiv 2508.10751) for groups
+    [G, N] of binary outcomes: the reward of a group is its pass@k over all size-k subsets,
+    R = 1 - C(N_neg, k) / C(N, k), with std s = sqrt(R (1 - R)); a correct sample gets
+    (1 - R) / s, a wrong one (1 - R - C(N_neg - 1, k - 1) / C(N - 1, k - 1)) / s. Advantages sum to 0
+    within a group; a group with s = 0 (every k-subset solved, or none) gets 0. k = 1 is GRPO's
+    group-normalised advantage with the population std."""
+    g, n = correct.shape
+    if not 1 <= k <= n:
+        raise ValueError(f"pass@k advantage needs 1 <= k <= the group size ({n}), not k={k}")
+    c = correct.to(torch.float64)
+    neg = n - c.sum(-1, keepdim=True)
+
+    def comb(a: Tensor, b: int) -> Tensor:  # C(a, b) for a tensor a, 0 where a < b
+        if b == 0:
+            return torch.ones_like(a)
+        out = torch.ones_like(a)
+        for i in range(b):
+            out = out * (a - i) / (i + 1)
+        return torch.where(a >= b, out, torch.zeros_like(a))
+
+    total = comb(torch.full_like(neg, float(n)), k)
+    r = 1 - comb(neg, k) / total
+    std = torch.sqrt(r * (1 - r))
+    a_pos = 1 - r
+    a_neg = 1 - r - comb(neg - 1, k - 1) / comb(torch.full_like(neg, float(n - 1)), k - 1)
+    adv = torch.where(c > 0, a_pos, a_neg)
+    adv = torch.where(std > 0, adv / std.clamp_min(1e-12), torch.zeros_like(adv))
+    return adv.to(torch.float32)
+
+
+def weighted_reinforce_advantages(correct: Tensor, positive_weight: float) -> Tensor:
+    """Weighted-REINFORCE (Zhu et al. 2025, arXiv 2506.01347): +lambda for a correct sample, -1 for a
+    wrong one, no baseline. lambda = 0 is pure negative-sample reinforcement (NSR): only wrong
+    samples are pushed down, and probability mass flows to the model's other candidates by its own
+    prior; the paper's recommended lambda is 0.1."""
+    if positive_weight < 0:
+        raise ValueError(f"the positive-sample weight must be >= 0, not {positive_weight}")
+    return torch.where(correct, torch.full(correct.shape, float(positive_weight)),
+                       torch.full(correct.shape, -1.0))
+
+
 # ---- losses ----
 
 def ppo_policy_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, eps_low: float,

@@ -45,3 +45,17 @@ def _adv_group(b: Rollouts, s: OnPolicySettings, kl: Optional[Tensor], all_reduc
     adv = O.group_advantages(b.scores.view(-1, s.rollouts), s.scale_rewards).view(-1)
     return adv.unsqueeze(1) * b.completion_mask, None
 
+
+
+# Both remedies read binary outcomes: a score above 0.5 is a correct sample (the verifiers' rewards
+# are 0 or 1; settings_from_cfg documents this).
+@ADV_ESTIMATORS.register("passk")
+def _adv_passk(b: Rollouts, s: OnPolicySettings, kl: Optional[Tensor], all_reduce: Any):
+    adv = O.passk_advantages(b.scores.view(-1, s.rollouts) > 0.5, s.passk_k).view(-1)
+    return adv.to(b.completion_mask.dtype).unsqueeze(1) * b.completion_mask, None
+
+
+@ADV_ESTIMATORS.register("weighted_reinforce")
+def _adv_weighted_reinforce(b: Rollouts, s: OnPolicySettings, kl: Optional[Tensor], all_reduce: Any):
+    adv = O.weighted_reinforce_advantages(b.scores > 0.5, s.positive_weight)
+    return adv.to(b.completion_mask.dtype).unsqueeze(1) * b.completion_mask, None

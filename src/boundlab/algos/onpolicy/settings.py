@@ -31,7 +31,12 @@ RECIPES: dict[str, Recipe] = {
     "reinforce_pp_baseline": Recipe("reinforce_pp_baseline", needs_groups=True),
     "remax": Recipe("remax", greedy_baseline=True),
     "dapo": Recipe("group", needs_groups=True, kl_where="loss"),
+    # Remedies (issue 14): one advantage per sequence, so KL goes in the loss.
+    "passk_grpo": Recipe("passk", needs_groups=True, kl_where="loss"),
+    "weighted_reinforce": Recipe("weighted_reinforce", kl_where="loss"),
 }
+# Estimators with one advantage per sequence: a per-token KL reward has no place in them.
+_SEQUENCE_LEVEL = ("group", "passk", "weighted_reinforce")
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,8 @@ class OnPolicySettings:
     max_refill_rounds: int
     overlong_buffer: int
     overlong_penalty: float
+    passk_k: int = 1
+    positive_weight: float = 0.1
 
 
 # TRL's loss_type names, mapped to the two aggregations this trainer implements.
@@ -105,6 +112,12 @@ def settings_from_cfg(name: str, cfg: Any) -> OnPolicySettings:
         bad("has no critic, so algo.onpolicy.critic.model would be unused")
     if not 0 <= o.overlong_buffer < a.max_completion_length:
         bad(f"algo.onpolicy.overlong_buffer ({o.overlong_buffer}) must be in [0, algo.max_completion_length)")
+    if recipe.estimator == "passk" and not 1 <= o.passk_k <= a.rollouts:
+        bad(f"algo.onpolicy.passk_k ({o.passk_k}) must be in [1, algo.rollouts ({a.rollouts})]: the reward is "
+            f"the pass@k of each prompt's rollouts")
+    if recipe.estimator == "weighted_reinforce" and o.positive_weight < 0:
+        bad(f"algo.onpolicy.positive_weight must be >= 0 (0 is pure negative-sample reinforcement), not "
+            f"{o.positive_weight}")
     eps_high = o.epsilon if o.epsilon_high is None else o.epsilon_high
     if o.epsilon <= 0 or eps_high <= 0:
         bad("algo.onpolicy.epsilon and algo.onpolicy.epsilon_high must be > 0")
@@ -118,7 +131,7 @@ def settings_from_cfg(name: str, cfg: Any) -> OnPolicySettings:
         if kl.where == "none":
             bad("kl.coef > 0 with kl.where=none; set kl.coef=0 to train without KL")
         where = recipe.kl_where if kl.where == "auto" else kl.where
-        if where == "reward" and recipe.estimator == "group":
+        if where == "reward" and recipe.estimator in _SEQUENCE_LEVEL:
             bad("group-normalised advantages are one number per sequence, so a per-token KL reward has no "
                 "place in them; use kl.where=loss")
         if estimator == "auto":
@@ -142,4 +155,5 @@ def settings_from_cfg(name: str, cfg: Any) -> OnPolicySettings:
         greedy_baseline=recipe.greedy_baseline, dynamic_sampling=bool(o.dynamic_sampling),
         max_refill_rounds=int(o.max_refill_rounds),
         overlong_buffer=o.overlong_buffer, overlong_penalty=o.overlong_penalty,
+        passk_k=int(o.passk_k), positive_weight=float(o.positive_weight),
     )
