@@ -99,7 +99,8 @@ def _probe_model(cfg: Any, task: Task, verifier: Any, store: Store) -> tuple[Pro
         result = probe_model(task, sampler, verifier, store, fp, cfg.probe.n, gen_settings(cfg.probe),
                              cfg.probe.seed, tok, cfg.model.name, cfg.probe.bootstrap_iters,
                              cfg.probe.ci, meta={"path": resolved},
-                             adaptive=AdaptivePlan.from_config(cfg.probe))
+                             adaptive=AdaptivePlan.from_config(cfg.probe),
+                             keep_text=cfg.probe.keep_text)
     finally:
         sampler.close()
     return result, cfg.model.name
