@@ -186,3 +186,23 @@ def test_report_answer_rules_refuse_a_compact_probe_in_one_line(tmp_path):
                                           "re-scoring problem a under other answer rules needs 1 "):
         answer_rule_rows(store, [("base", "k")], task, ["a"], None, workers=1)
     store.close()
+
+
+def test_scoring_a_samples_file_can_keep_texts_compactly(tmp_path):
+    import json
+
+    from boundlab.probe.runner import score_samples_file
+
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps({"problem_id": "a", "completion": rf"\boxed{{{i}}}"}) + "\n"
+                            for i in range(KEEP_WRONG + 3)))  # \boxed{0}..: gold 2 is one of them
+    store = Store(tmp_path / "s.sqlite")
+    v = build_verifier("math", workers=1)
+    try:
+        res, _ = score_samples_file(Task("t", [Problem("a", "q", "2")]), path, v, store,
+                                    bootstrap_iters=10, progress=False, keep_text="compact")
+    finally:
+        v.close()
+    assert res.c.tolist() == [1] and res.n.tolist() == [KEEP_WRONG + 3]
+    assert [r.idx for r in store.samples(res.key) if r.text_dropped] == [KEEP_WRONG + 1, KEEP_WRONG + 2]
+    store.close()

@@ -60,7 +60,8 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
     try:
         if cfg.samples:
             result, task = score_samples_file(task, cfg.samples, verifier, store,
-                                              cfg.probe.bootstrap_iters, cfg.probe.ci)
+                                              cfg.probe.bootstrap_iters, cfg.probe.ci,
+                                              keep_text=cfg.probe.keep_text)
             model_name = result.model_name
         else:
             result, model_name = _probe_model(cfg, task, verifier, store)

@@ -299,7 +299,7 @@ def read_samples_file(path: str | Path, task: Task) -> dict[str, list[str]]:
 
 def score_samples_file(task: Task, path: str | Path, verifier: Verifier, store: Store,
                        bootstrap_iters: int = 1000, ci: float = 0.95, progress: bool = True,
-                       chunk_rows: int = 512) -> tuple[ProbeResult, Task]:
+                       chunk_rows: int = 512, keep_text: str = "all") -> tuple[ProbeResult, Task]:
     """Score completions made by any engine. Only problems present in the file are scored."""
     t0 = time.time()
     per = read_samples_file(path, task)
@@ -327,11 +327,11 @@ def score_samples_file(task: Task, path: str | Path, verifier: Verifier, store: 
         comps.append([Completion(t, -1, "external") for t in texts])
         rows += len(texts)
         if rows >= chunk_rows:
-            new += _verify_and_store(verifier, store, key, chunk, comps)
+            new += _verify_and_store(verifier, store, key, chunk, comps, keep_text)
             bar.update(rows)
             chunk, comps, rows = [], [], 0
     if chunk:
-        new += _verify_and_store(verifier, store, key, chunk, comps)
+        new += _verify_and_store(verifier, store, key, chunk, comps, keep_text)
         bar.update(rows)
     bar.close()
     res = result_from_store(store, key, sub, None, bootstrap_iters, ci,
