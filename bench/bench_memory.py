@@ -1,11 +1,13 @@
 """Memory flat in n: peak RSS of the probe process and the store's bytes per sample, by n.
 
 Each (keep_text, n) is one fresh `python probe.py model=toy task=toy_arith probe=toy` process
-(logger=none, one torch thread) writing a fresh store; its peak RSS is the process's own ru_maxrss,
-read with os.wait4 (the process and any children it waited for; the toy verifier starts none).
-After the probe, the store is checkpointed and VACUUMed, and its size is split into the samples'
-text (SUM(LENGTH(CAST(text AS BLOB)))) and the rest; `samples_table_bytes_per_sample` is the samples table's
-pages as the dbstat virtual table counts them (null where SQLite is built without it).
+(logger=none, one torch thread) writing a fresh store; its peak RSS (`peak_rss_mib`) is the
+process's own ru_maxrss, read with os.wait4 (the process and any children it waited for; the toy
+verifier starts none). After the probe, the store is checkpointed and VACUUMed, and its size is
+split into the samples' text (SUM(LENGTH(CAST(text AS BLOB)))) and the rest;
+`samples_table_bytes_per_sample` is the samples table's pages as the dbstat virtual table counts
+them (null where SQLite is built without it). A compact store's dropped texts count as 0 bytes of
+text and `hash_bytes_per_sample` of hash.
 
     python bench/bench_memory.py --n 256 1024 2048 --problems 200
     python bench/bench_memory.py --n 256 --problems 200 --keep-text all compact
@@ -51,7 +53,7 @@ def run_probe(n: int, problems: int, keep_text: str, tmp: Path, extra: list[str]
         sys.exit(f"no 'sampled ... samples/s' line in probe.py's output:\n{out[-3000:]}")
     row = {"keep_text": keep_text, "n": n, "problems": problems,
            # ru_maxrss is in KiB on Linux.
-           "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+           "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
            "new_samples": int(m.group(1)), "sampling_s": float(m.group(2)),
            "samples_per_s": float(m.group(3)), "process_wall_s": round(wall, 1)}
     row.update(store_stats(store))
@@ -97,7 +99,7 @@ def main() -> None:
     args = ap.parse_args()
     result = {"benchmark": "memory", "what": "RSS and bytes per sample by n",
               "world": "model=toy task=toy_arith probe=toy logger=none, one torch thread",
-              "rss_target_mb": 2048, "runs": []}
+              "rss_target_mib": 2048, "runs": []}
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(args.keep) if args.keep else Path(d)
         tmp.mkdir(parents=True, exist_ok=True)
