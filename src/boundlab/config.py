@@ -117,6 +117,10 @@ class ProbeSettings:
     # Also write a beta-binomial fit's predicted pass@k for k = 2n, 4n, ... up to this k
     # (passk_predicted.csv, dashed in passk.png): a model, never mixed with measured pass@k.
     predict_k: Optional[int] = None
+    # Which sample texts the store keeps: all, or compact (the text of every correct sample, every
+    # timeout and each problem's first 4 wrong ones; the rest keep verdict, extracted answer, token
+    # count and a hash of the text). Changes no count or pass@k, so it is not part of the probe key.
+    keep_text: str = "all"
 
 
 @dataclass

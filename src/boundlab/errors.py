@@ -20,6 +20,10 @@ class StoreError(UserError):
     """The probe store cannot be opened or written (corrupt, read-only, a directory, disk full)."""
 
 
+class TextDropped(StoreError):
+    """A reader needs a completion's text that a compact probe (probe.keep_text=compact) dropped."""
+
+
 class DiskFull(UserError):
     """No space left while writing the store, a checkpoint or a run file."""
 

@@ -111,6 +111,8 @@ def validate_probe(p: Any, prefix: str = "probe") -> None:
     if getattr(p, "predict_k", None) is not None and p.predict_k <= p.n:
         _fail(f"{prefix}.predict_k", p.predict_k, f"must be > {prefix}.n={p.n}: below it pass@k is "
               f"measured (null = no prediction)")
+    if getattr(p, "keep_text", None) is not None:
+        _one_of(p, prefix, "keep_text", ("all", "compact"))
     if getattr(p, "null_seed_offset", None) == 0:
         _fail(f"{prefix}.null_seed_offset", 0, "must not be 0: the base-vs-base null probes the base "
               f"again with another sampling seed, {prefix}.seed + offset (null = no null probe)")

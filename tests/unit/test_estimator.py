@@ -87,6 +87,34 @@ def test_bad_arguments_raise():
         pass_at_k_matrix(np.array([4, 2]), np.array([1, 1]), 3)
 
 
+def _bootstrap_one_pass(per_problem, iters, alpha, seed):
+    """bootstrap_ci as it was before its columns were blocked: every k in one iters x kmax array."""
+    p = per_problem.shape[0]
+    rng = np.random.default_rng(seed)
+    means = np.empty((iters, per_problem.shape[1]))
+    for b in range(iters):
+        w = np.bincount(rng.integers(0, p, size=p), minlength=p).astype(np.float64)
+        means[b] = w @ per_problem / p
+    return np.quantile(means, alpha / 2, axis=0), np.quantile(means, 1 - alpha / 2, axis=0)
+
+
+def test_bootstrap_ci_in_column_blocks_gives_the_one_pass_values_in_flat_memory():
+    import tracemalloc
+
+    rng = np.random.default_rng(7)
+    n = np.full(60, 1500)
+    mat = pass_at_k_matrix(n, rng.binomial(1500, rng.beta(0.3, 0.8, size=60)), 1500)
+    lo, hi = bootstrap_ci(mat, iters=300, alpha=0.1, seed=5)
+    ref_lo, ref_hi = _bootstrap_one_pass(mat, 300, 0.1, 5)
+    assert np.array_equal(lo, ref_lo) and np.array_equal(hi, ref_hi)  # bit for bit, every k
+    # The one-pass means alone took iters x kmax floats (3.6 MB here); the blocks take far less.
+    tracemalloc.start()
+    bootstrap_ci(mat, iters=300, alpha=0.1, seed=5)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 300 * 1500 * 8 / 2
+
+
 def test_bootstrap_ci_brackets_mean_and_is_deterministic():
     vals = np.array([0.0, 1.0] * 50)
     lo, hi = bootstrap_ci(vals, iters=500, seed=3)

@@ -71,6 +71,8 @@ RANGE_CASES = [
     ("probe", "probe.stop=['']", "probe.stop=['']: an empty stop string would cut every completion to nothing; remove it"),
     ("probe", "task.template=Solve.", "task.template='Solve.': has no {question} field, so every prompt would be "
                                       "the same text; add {question}"),
+    ("probe", "probe.keep_text=some", "probe.keep_text=some: must be one of all, compact"),
+    ("train", "probe.keep_text=none", "probe.keep_text=none: must be one of all, compact"),
     ("probe", "sampler.batch_size=0", "sampler.batch_size=0: must be >= 1"),
     ("probe", "sampler.hf.engine=fast", "sampler.hf.engine=fast: must be one of auto, generate"),
     ("probe", "verify.math.deadline_s=0", "verify.math.deadline_s=0.0: must be > 0 (seconds per math-verify call)"),

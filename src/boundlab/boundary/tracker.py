@@ -98,7 +98,8 @@ class BoundaryTracker:
                                    model_fingerprint(model_dir, self.store), self.n, self.gen,
                                    self.seed if seed is None else seed, tok, name,
                                    self.bootstrap_iters, self.ci, self.progress,
-                                   meta={"path": model_dir}, adaptive=self.spec.adaptive)
+                                   meta={"path": model_dir}, adaptive=self.spec.adaptive,
+                                   keep_text=self.spec.keep_text)
             finally:
                 sampler.close()
 

@@ -60,7 +60,8 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
     try:
         if cfg.samples:
             result, task = score_samples_file(task, cfg.samples, verifier, store,
-                                              cfg.probe.bootstrap_iters, cfg.probe.ci)
+                                              cfg.probe.bootstrap_iters, cfg.probe.ci,
+                                              keep_text=cfg.probe.keep_text)
             model_name = result.model_name
         else:
             result, model_name = _probe_model(cfg, task, verifier, store)
@@ -99,7 +100,8 @@ def _probe_model(cfg: Any, task: Task, verifier: Any, store: Store) -> tuple[Pro
         result = probe_model(task, sampler, verifier, store, fp, cfg.probe.n, gen_settings(cfg.probe),
                              cfg.probe.seed, tok, cfg.model.name, cfg.probe.bootstrap_iters,
                              cfg.probe.ci, meta={"path": resolved},
-                             adaptive=AdaptivePlan.from_config(cfg.probe))
+                             adaptive=AdaptivePlan.from_config(cfg.probe),
+                             keep_text=cfg.probe.keep_text)
     finally:
         sampler.close()
     return result, cfg.model.name

@@ -99,21 +99,34 @@ def pass_at_k_biased(n: np.ndarray, c: np.ndarray, kmax: int) -> np.ndarray:
     return (1.0 - (1.0 - p[:, None]) ** ks[None, :]).mean(axis=0)
 
 
+# Columns (k values) per bootstrap pass; see bootstrap_ci.
+_CI_BLOCK = 256
+
+
 def bootstrap_ci(per_problem: np.ndarray, iters: int = 1000, alpha: float = 0.05,
                  seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap over problems of the column means of a (problems x k) matrix."""
     per_problem = np.asarray(per_problem, dtype=np.float64)
     if per_problem.ndim == 1:
         per_problem = per_problem[:, None]
-    p = per_problem.shape[0]
-    rng = np.random.default_rng(seed)
-    means = np.empty((iters, per_problem.shape[1]), dtype=np.float64)
+    p, kmax = per_problem.shape
+    lo = np.empty(kmax, dtype=np.float64)
+    hi = np.empty(kmax, dtype=np.float64)
     # Resample problem indices; counts-weighted means avoid materialising the resampled matrix.
+    # The counts are drawn once (iters x problems, int32: flat in k).
+    rng = np.random.default_rng(seed)
+    counts = np.empty((iters, p), dtype=np.int32)
     for b in range(iters):
-        w = np.bincount(rng.integers(0, p, size=p), minlength=p).astype(np.float64)
-        means[b] = w @ per_problem / p
-    lo = np.quantile(means, alpha / 2, axis=0)
-    hi = np.quantile(means, 1 - alpha / 2, axis=0)
+        counts[b] = np.bincount(rng.integers(0, p, size=p), minlength=p)
+    # Columns in blocks, so the means take iters x _CI_BLOCK, not iters x kmax (16 MB at k = 2048,
+    # and np.quantile's copy as much again). Every column gets the values a single pass gives.
+    for start in range(0, kmax, _CI_BLOCK):
+        cols = per_problem[:, start:start + _CI_BLOCK]
+        means = np.empty((iters, cols.shape[1]), dtype=np.float64)
+        for b in range(iters):
+            means[b] = counts[b].astype(np.float64) @ cols / p
+        lo[start:start + _CI_BLOCK] = np.quantile(means, alpha / 2, axis=0)
+        hi[start:start + _CI_BLOCK] = np.quantile(means, 1 - alpha / 2, axis=0)
     return lo, hi
 
 

@@ -95,7 +95,7 @@ def _plan(task: Task, prompts: dict[str, str], done: dict[str, int], next_idx: d
 
 def _verify_and_store(verifier: Verifier, store: Store, key: str,
                       chunk: list[tuple[Problem, int, int]],
-                      completions: list[list[Completion]]) -> int:
+                      completions: list[list[Completion]], keep_text: str = "all") -> int:
     items = [(p, [c.text for c in comps]) for (p, _, _), comps in zip(chunk, completions)]
     cut = [[c.finish == "length" for c in comps] for comps in completions]
     if getattr(verifier, "reads_cut_off", False) and any(map(any, cut)):
@@ -115,12 +115,12 @@ def _verify_and_store(verifier: Verifier, store: Store, key: str,
                 info["finish"] = comp.finish
             rows.append(SampleRow(p.problem_id, start + j, comp.text, v.extracted, v.correct,
                                   v.strict, v.outcome, comp.n_tokens, info or None))
-    return store.add_samples(key, rows)
+    return store.add_samples(key, rows, keep_text)
 
 
 def sample_into_store(task: Task, sampler: Sampler, verifier: Verifier, store: Store, key: str,
                       n: int, gen: GenSettings, seed: int, tokenizer: Any = None,
-                      progress: bool = True, desc: str = "sampling") -> int:
+                      progress: bool = True, desc: str = "sampling", keep_text: str = "all") -> int:
     """Bring every problem of `task` to n stored samples under `key`. Returns new samples."""
     prompts = {p.problem_id: task.render(p, tokenizer) for p in task.problems}
     done = store.counts_done(key)
@@ -141,7 +141,7 @@ def sample_into_store(task: Task, sampler: Sampler, verifier: Verifier, store: S
                                      chunk_seed)
             if pending is not None:
                 written += pending.result()
-            pending = pool.submit(_verify_and_store, verifier, store, key, chunk, comps)
+            pending = pool.submit(_verify_and_store, verifier, store, key, chunk, comps, keep_text)
             bar.update(sum(cnt for _, _, cnt in chunk))
         if pending is not None:
             written += pending.result()
@@ -151,7 +151,7 @@ def sample_into_store(task: Task, sampler: Sampler, verifier: Verifier, store: S
 
 def sample_adaptive(task: Task, sampler: Sampler, verifier: Verifier, store: Store, key: str,
                     plan: A.AdaptivePlan, gen: GenSettings, seed: int, tokenizer: Any = None,
-                    progress: bool = True, desc: str = "sampling") -> int:
+                    progress: bool = True, desc: str = "sampling", keep_text: str = "all") -> int:
     """Rounds (boundlab.probe.adaptive): each samples the open problems up to the round's n, in
     the batched sampler (`sample_into_store` over the open problems only). The state is recomputed
     from the store before every round, so a killed probe resumes mid-round. Returns new samples."""
@@ -170,7 +170,8 @@ def sample_adaptive(task: Task, sampler: Sampler, verifier: Verifier, store: Sto
         target = min(todo.values())
         sub = task.with_problems([p for p in task.problems if todo.get(p.problem_id) == target])
         got = sample_into_store(sub, sampler, verifier, store, key, target, gen, seed, tokenizer,
-                                progress, desc=f"{desc} (adaptive, {len(sub)} open, n = {target})")
+                                progress, desc=f"{desc} (adaptive, {len(sub)} open, n = {target})",
+                                keep_text=keep_text)
         if got == 0:  # every sample withheld (e.g. sandbox errors): a rerun tops it up
             return written
         written += got
@@ -244,9 +245,11 @@ def probe_model(task: Task, sampler: Sampler, verifier: Verifier, store: Store, 
                 n: int, gen: GenSettings, seed: int = 0, tokenizer: Any = None,
                 model_name: str = "", bootstrap_iters: int = 1000, ci: float = 0.95,
                 progress: bool = True, meta: dict | None = None,
-                adaptive: A.AdaptivePlan | None = None) -> ProbeResult:
+                adaptive: A.AdaptivePlan | None = None, keep_text: str = "all") -> ProbeResult:
     """Probe one model on one task: resume or extend what the store holds, then compute curves.
-    With `adaptive` (n must be its cap), sample in rounds (boundlab.probe.adaptive)."""
+    With `adaptive` (n must be its cap), sample in rounds (boundlab.probe.adaptive).
+    `keep_text` (probe.keep_text, boundlab.probe.store) is not part of the key: it changes which
+    texts are stored, never a verdict, count or pass@k."""
     style = "chat" if (task.chat and tokenizer is not None and getattr(tokenizer, "chat_template", None)) else "raw"
     settings = probe_settings(sampling_settings(gen, seed, style), verifier)
     engine = getattr(sampler, "key_engine", lambda _: None)(gen)
@@ -266,10 +269,10 @@ def probe_model(task: Task, sampler: Sampler, verifier: Verifier, store: Store, 
     desc = f"probe {model_name or 'model'} on {task.name}"
     if adaptive is None:
         new = sample_into_store(task, sampler, verifier, store, key, n, gen, seed, tokenizer,
-                                progress, desc=desc)
+                                progress, desc=desc, keep_text=keep_text)
     else:
         new = sample_adaptive(task, sampler, verifier, store, key, adaptive, gen, seed, tokenizer,
-                              progress, desc=desc)
+                              progress, desc=desc, keep_text=keep_text)
     return with_timeout_note(result_from_store(store, key, task, n, bootstrap_iters, ci, model_name,
                                                time.time() - t0, new, adaptive), store, task,
                              verifier, most)
@@ -296,7 +299,7 @@ def read_samples_file(path: str | Path, task: Task) -> dict[str, list[str]]:
 
 def score_samples_file(task: Task, path: str | Path, verifier: Verifier, store: Store,
                        bootstrap_iters: int = 1000, ci: float = 0.95, progress: bool = True,
-                       chunk_rows: int = 512) -> tuple[ProbeResult, Task]:
+                       chunk_rows: int = 512, keep_text: str = "all") -> tuple[ProbeResult, Task]:
     """Score completions made by any engine. Only problems present in the file are scored."""
     t0 = time.time()
     per = read_samples_file(path, task)
@@ -324,11 +327,11 @@ def score_samples_file(task: Task, path: str | Path, verifier: Verifier, store: 
         comps.append([Completion(t, -1, "external") for t in texts])
         rows += len(texts)
         if rows >= chunk_rows:
-            new += _verify_and_store(verifier, store, key, chunk, comps)
+            new += _verify_and_store(verifier, store, key, chunk, comps, keep_text)
             bar.update(rows)
             chunk, comps, rows = [], [], 0
     if chunk:
-        new += _verify_and_store(verifier, store, key, chunk, comps)
+        new += _verify_and_store(verifier, store, key, chunk, comps, keep_text)
         bar.update(rows)
     bar.close()
     res = result_from_store(store, key, sub, None, bootstrap_iters, ci,

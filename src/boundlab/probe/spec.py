@@ -4,8 +4,9 @@ way), plus the two things every probing entry point needs before it samples: the
 task group cut to `probe.limit`) and the torch thread count.
 
 `ProbeSpec` holds only what changes what is sampled and how it is summarised (n, generation
-settings, seed, bootstrap iterations, CI level); it is not the store's probe key, which the runner
-derives from these plus the model, task and verifier identities.
+settings, seed, bootstrap iterations, CI level), plus `keep_text`, which changes only which texts the
+store keeps; it is not the store's probe key, which the runner derives from these (not keep_text)
+plus the model, task and verifier identities.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ class ProbeSpec:
     null_seed: int | None = None
     # Adaptive probing (probe.adaptive=true); None: every problem gets n samples.
     adaptive: AdaptivePlan | None = None
+    # probe.keep_text: all, or compact (boundlab.probe.store); not part of the probe key.
+    keep_text: str = "all"
 
     @classmethod
     def from_config(cls, probe_cfg: Any) -> "ProbeSpec":
@@ -39,7 +42,8 @@ class ProbeSpec:
                    bootstrap_iters=int(probe_cfg.bootstrap_iters), ci=float(probe_cfg.ci),
                    null_seed=None if getattr(probe_cfg, "null_seed_offset", None) is None
                    else int(probe_cfg.seed) + int(probe_cfg.null_seed_offset),
-                   adaptive=AdaptivePlan.from_config(probe_cfg))
+                   adaptive=AdaptivePlan.from_config(probe_cfg),
+                   keep_text=str(getattr(probe_cfg, "keep_text", "all")))
 
 
 def gen_settings(p: Any) -> GenSettings:

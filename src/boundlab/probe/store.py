@@ -10,6 +10,13 @@
   `StoreError` / `DiskFull` line that names the file and the way out, not a traceback. On a full
   disk SQLite rolls the transaction back itself, so a second ROLLBACK is never issued: it would fail
   with "cannot rollback - no transaction is active" and hide the real error.
+- `probe.keep_text=compact` keeps a sample's text only where a reader needs it: every correct
+  sample, every `timeout` (re-checked on a rerun) and each problem's first `KEEP_WRONG` wrong samples
+  by index. A dropped text is stored as '' with `text_hash` set (the first 8 bytes of its sha1);
+  `text_hash IS NULL` means the text is there. The verdict, extracted answer, token count and info
+  stay for every sample, so no count or pass@k changes; a reader that needs a dropped text gets
+  `TextDropped`, one line. Stores made before the column existed get it on open (ALTER TABLE ADD
+  COLUMN: no row is rewritten).
 """
 
 from __future__ import annotations
@@ -23,7 +30,13 @@ from pathlib import Path
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Sequence
 
-from boundlab.errors import DiskFull, StoreError
+from boundlab.errors import DiskFull, StoreError, TextDropped
+
+# probe.keep_text=compact: wrong samples per problem (the first, by index) whose text is kept.
+KEEP_WRONG = 4
+KEEP_TEXT_MODES = ("all", "compact")
+_COLUMNS = "problem_id, idx, text, extracted, correct, strict, outcome, n_tokens, info, text_hash"
+_INSERT_COLUMNS = "key, " + _COLUMNS
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS probes (
@@ -47,6 +60,7 @@ CREATE TABLE IF NOT EXISTS samples (
     outcome TEXT,
     n_tokens INTEGER,
     info TEXT,
+    text_hash BLOB,
     PRIMARY KEY (key, problem_id, idx)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS adaptive_state (
@@ -79,6 +93,17 @@ class SampleRow:
     outcome: str
     n_tokens: int
     info: dict[str, Any] | None = None
+    # Set only where the text was dropped (probe.keep_text=compact); `text` is then None.
+    text_hash: bytes | None = None
+
+    @property
+    def text_dropped(self) -> bool:
+        return self.text_hash is not None
+
+
+def text_hash(text: str) -> bytes:
+    """What a compact store keeps of a dropped text: the first 8 bytes of its sha1."""
+    return hashlib.sha1(text.encode("utf-8")).digest()[:8]
 
 
 @dataclass
@@ -127,11 +152,22 @@ def store_error(path: Path, e: BaseException, doing: str) -> Exception | None:
 
 
 def _sample_rows(cursor: Iterable[tuple]) -> list[SampleRow]:
-    """SampleRows from rows of (problem_id, idx, text, extracted, correct, strict, outcome,
-    n_tokens, info), the column order every sample query selects."""
-    return [SampleRow(pid, idx, text, ext, bool(c), None if st is None else bool(st), out, nt,
-                      json.loads(info) if info else None)
-            for pid, idx, text, ext, c, st, out, nt, info in cursor]
+    """SampleRows from rows of `_COLUMNS`, the column order every sample query selects. A dropped
+    text (text_hash set) reads as None, never as the '' stored in its place."""
+    return [SampleRow(pid, idx, None if th is not None else text, ext, bool(c),
+                      None if st is None else bool(st), out, nt, json.loads(info) if info else None,
+                      None if th is None else bytes(th))
+            for pid, idx, text, ext, c, st, out, nt, info, th in cursor]
+
+
+def dropped_error(dropped: int, what: str, key: str | None = None) -> TextDropped:
+    """The one line for a reader (`what`) that needs texts a compact probe did not keep."""
+    which = f"probe {key}" if key else "the probe"
+    return TextDropped(f"{which} was stored with probe.keep_text=compact: {what} needs {dropped} "
+                       f"completion text(s) it did not keep (only correct samples, timeouts and each "
+                       f"problem's first {KEEP_WRONG} wrong ones keep theirs); probe again with "
+                       f"probe.keep_text=all under a new store.path (or BOUNDLAB_STORE) to have "
+                       f"every text")
 
 class Store:
     def __init__(self, path: str | Path, writable: bool = True):
@@ -157,6 +193,8 @@ class Store:
                     self.db.execute("PRAGMA journal_mode=WAL")
                     self.db.execute("PRAGMA synchronous=NORMAL")
                     self.db.executescript(_SCHEMA)
+                    if writable:
+                        self._add_text_hash_column()
                     # SQLite opens a write-protected file read-only without a word, and the first
                     # insert would fail after the model is loaded: write once now (the same value).
                     if writable:
@@ -167,6 +205,25 @@ class Store:
                     if "locked" not in str(e) or attempt == 19:
                         raise
                     time.sleep(0.1 * (attempt + 1))
+
+    def _add_text_hash_column(self) -> None:
+        """Stores made before probe.keep_text existed lack `text_hash`: add it (NULL = text kept,
+        true of every old row). ADD COLUMN rewrites no row, so this is instant at any size."""
+        cols = {r[1] for r in self.db.execute("PRAGMA table_info(samples)")}
+        if "text_hash" not in cols:
+            try:
+                self.db.execute("ALTER TABLE samples ADD COLUMN text_hash BLOB")
+            except sqlite3.OperationalError as e:
+                if "duplicate column" not in str(e):  # another process added it first
+                    raise
+
+    @property
+    def _cols(self) -> str:
+        """`_COLUMNS` as this store can select them (a read-only old store has no text_hash)."""
+        if not hasattr(self, "_has_hash"):
+            self._has_hash = "text_hash" in {r[1] for r in self.db.execute(
+                "PRAGMA table_info(samples)")}
+        return _COLUMNS if self._has_hash else _COLUMNS.replace("text_hash", "NULL")
 
     @contextmanager
     def _errors(self, doing: str) -> Iterator[None]:
@@ -220,26 +277,34 @@ class Store:
         return dict(self.db.execute(
             "SELECT problem_id, MAX(idx) + 1 FROM samples WHERE key=? GROUP BY problem_id", (key,)))
 
-    def add_samples(self, key: str, rows: Sequence[SampleRow]) -> int:
+    def add_samples(self, key: str, rows: Sequence[SampleRow], keep_text: str = "all") -> int:
         """Insert one batch atomically. Returns the rows actually inserted.
 
         A (problem, idx) that is already stored is kept as it is: two processes probing the same
         model at once (a sweep's jobs sharing a base model) draw the same seeded samples, and the
-        primary key keeps exactly one of each.
+        primary key keeps exactly one of each. `keep_text="compact"`: see the module docstring.
         """
         if not rows:
             return 0
-        data = [
-            (key, r.problem_id, r.idx, r.text, r.extracted, int(r.correct),
-             None if r.strict is None else int(r.strict), r.outcome, r.n_tokens,
-             json.dumps(r.info) if r.info else None)
-            for r in rows
-        ]
+        if keep_text not in KEEP_TEXT_MODES:
+            raise ValueError(f"keep_text={keep_text!r}: must be one of {', '.join(KEEP_TEXT_MODES)}")
+        if any(r.text is None for r in rows):
+            raise ValueError("add_samples needs every row's text (a row read from a compact probe "
+                             "has none)")
         with self._errors("writing samples to"):
             self.db.execute("BEGIN IMMEDIATE")
             try:
+                drop = self._to_drop(key, rows) if keep_text == "compact" else set()
+                data = [
+                    (key, r.problem_id, r.idx, "" if i in drop else r.text, r.extracted,
+                     int(r.correct), None if r.strict is None else int(r.strict), r.outcome,
+                     r.n_tokens, json.dumps(r.info) if r.info else None,
+                     text_hash(r.text) if i in drop else None)
+                    for i, r in enumerate(rows)
+                ]
                 before = self.db.total_changes
-                self.db.executemany("INSERT OR IGNORE INTO samples VALUES (?,?,?,?,?,?,?,?,?,?)", data)
+                self.db.executemany(f"INSERT OR IGNORE INTO samples ({_INSERT_COLUMNS}) "
+                                    f"VALUES (?,?,?,?,?,?,?,?,?,?,?)", data)
                 inserted = self.db.total_changes - before
                 self.db.execute("COMMIT")
                 return inserted
@@ -249,6 +314,27 @@ class Store:
                 if self.db.in_transaction:
                     self.db.execute("ROLLBACK")
                 raise
+
+    def _to_drop(self, key: str, rows: Sequence[SampleRow]) -> set[int]:
+        """Positions in `rows` whose text a compact store drops: wrong, not among the problem's
+        first KEEP_WRONG wrong samples by index (timeouts count among them; those already stored
+        with a smaller index count too: a probe stores each problem's samples in index order),
+        not a `timeout` and not empty."""
+        drop: set[int] = set()
+        seen: dict[str, int] = {}
+        order = sorted(range(len(rows)), key=lambda i: (rows[i].problem_id, rows[i].idx))
+        for i in order:
+            r = rows[i]
+            if r.correct:
+                continue
+            if r.problem_id not in seen:
+                seen[r.problem_id] = self.db.execute(
+                    "SELECT COUNT(*) FROM samples WHERE key=? AND problem_id=? AND idx<? "
+                    "AND correct=0", (key, r.problem_id, r.idx)).fetchone()[0]
+            if seen[r.problem_id] >= KEEP_WRONG and r.outcome != "timeout" and r.text:
+                drop.add(i)
+            seen[r.problem_id] += 1
+        return drop
 
     def counts(self, key: str, problem_ids: Iterable[str] | None = None,
                n_max: int | None = None) -> list[ProblemCounts]:
@@ -273,8 +359,7 @@ class Store:
 
     def samples(self, key: str, problem_id: str | None = None,
                 correct: bool | None = None) -> list[SampleRow]:
-        q = "SELECT problem_id, idx, text, extracted, correct, strict, outcome, n_tokens, info " \
-            "FROM samples WHERE key=?"
+        q = f"SELECT {self._cols} FROM samples WHERE key=?"
         args: list[Any] = [key]
         if problem_id is not None:
             q += " AND problem_id=?"
@@ -287,7 +372,7 @@ class Store:
 
     def samples_missing_from(self, key: str, donor: str, n_max: int | None = None) -> list[SampleRow]:
         """`donor`'s samples (its first n_max per problem) whose (problem, idx) `key` lacks."""
-        q = ("SELECT problem_id, idx, text, extracted, correct, strict, outcome, n_tokens, info FROM ("
+        q = (f"SELECT {self._cols} FROM ("
              " SELECT *, ROW_NUMBER() OVER (PARTITION BY problem_id ORDER BY idx) AS rn"
              " FROM samples WHERE key=?) AS d"
              " WHERE (? IS NULL OR rn <= ?) AND NOT EXISTS (SELECT 1 FROM samples s"
@@ -297,7 +382,7 @@ class Store:
 
     def with_outcome(self, key: str, outcome: str, n_max: int | None = None) -> list[SampleRow]:
         """Samples judged `outcome`, among each problem's first n_max."""
-        q = ("SELECT problem_id, idx, text, extracted, correct, strict, outcome, n_tokens, info FROM ("
+        q = (f"SELECT {self._cols} FROM ("
              " SELECT *, ROW_NUMBER() OVER (PARTITION BY problem_id ORDER BY idx) AS rn"
              " FROM samples WHERE key=?) WHERE outcome=? AND (? IS NULL OR rn <= ?)"
              " ORDER BY problem_id, idx")
@@ -312,12 +397,25 @@ class Store:
             "SELECT problem_id, idx, correct FROM samples WHERE key=?", (key,))]
 
     def sample_text(self, key: str, problem_id: str, idx: int) -> str:
-        """The text of one stored sample (KeyError when there is none)."""
-        row = self.db.execute("SELECT text FROM samples WHERE key=? AND problem_id=? AND idx=?",
-                              (key, problem_id, idx)).fetchone()
+        """The text of one stored sample (KeyError when there is none, TextDropped when a compact
+        probe did not keep it)."""
+        hash_col = "text_hash" if "text_hash" in self._cols else "NULL"
+        row = self.db.execute(f"SELECT text, {hash_col} FROM samples WHERE key=? AND problem_id=? "
+                              f"AND idx=?", (key, problem_id, idx)).fetchone()
         if row is None:
             raise KeyError(f"no sample {problem_id}#{idx} in probe {key}")
+        if row[1] is not None:
+            raise dropped_error(1, f"reading sample {problem_id}#{idx}", key)
         return row[0]
+
+    def dropped_texts(self, key: str, n_max: int | None = None) -> int:
+        """How many of the probe's samples (each problem's first n_max) have no text."""
+        if "text_hash" not in self._cols:
+            return 0
+        return self.db.execute(
+            "SELECT COUNT(*) FROM (SELECT text_hash, ROW_NUMBER() OVER (PARTITION BY problem_id "
+            "ORDER BY idx) AS rn FROM samples WHERE key=?) WHERE (? IS NULL OR rn <= ?) AND "
+            "text_hash IS NOT NULL", (key, n_max, n_max)).fetchone()[0]
 
     def replace_verdicts(self, key: str, rows: Sequence[SampleRow]) -> int:
         """Overwrite the verdicts (not the texts) of stored samples, atomically."""

@@ -16,6 +16,10 @@
   which can depend on load) has its stored timeouts re-checked whenever the probe is run again
   (`recheck_timeouts`), and the timeouts that remain are counted in the summary
   (`timeout_note`): none of them is final without the summary saying so.
+- A probe stored with `probe.keep_text=compact` keeps no text for most wrong samples, so a changed
+  verifier cannot judge them again. Such a donor is not used, not even in part (re-verifying only
+  the texts it kept would count mostly correct samples: a silently wrong pass@k); the new probe
+  samples afresh, and says so in one line. Timeouts always keep their text, so their re-check works.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Sequence
 
-from boundlab.probe.store import SampleRow, Store
+from boundlab.probe.store import SampleRow, Store, dropped_error
 from boundlab.tasks.base import Task
 
 _CHUNK_ROWS = 512
@@ -54,6 +58,9 @@ def _rescore(verifier: Any, task: Task, rows: Sequence[SampleRow]) -> list[Sampl
     """`rows` judged again by `verifier`: same problem, index, text and token count; a row the
     verifier could not judge at all (`sandbox_error`) is left out, as a fresh probe leaves it."""
     out: list[SampleRow] = []
+    dropped = sum(r.text is None for r in rows)
+    if dropped:  # never judge a '' in place of the model's text
+        raise dropped_error(dropped, "re-verification")
     for start in range(0, len(rows), _CHUNK_ROWS):
         chunk = rows[start:start + _CHUNK_ROWS]
         per: dict[str, list[SampleRow]] = defaultdict(list)
@@ -97,6 +104,13 @@ def reverify_stored(store: Store, key: str, model_fp: str, task_fp: str,
     for donor in sorted(donors, key=lambda p: -sum(store.counts_done(p["key"]).values())):
         rows = [r for r in store.samples_missing_from(key, donor["key"], n) if r.problem_id in ids]
         if not rows:
+            continue
+        dropped = sum(r.text is None for r in rows)
+        if dropped:
+            print(f"[boundlab] probe {donor['key']} was stored with probe.keep_text=compact: "
+                  f"{dropped} of its {len(rows)} completions have no text, so verifier "
+                  f"{describe(verifier)} cannot judge them again; sampling afresh instead",
+                  flush=True)
             continue
         total += store.add_samples(key, _rescore(verifier, task, rows))
         sources.append(donor["key"])

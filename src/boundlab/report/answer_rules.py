@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from boundlab.probe.estimator import pass_at_k_curve
-from boundlab.probe.store import Store
+from boundlab.probe.store import Store, dropped_error
 from boundlab.verify.extract import MODES
 
 
@@ -27,6 +27,9 @@ def rescore(store: Store, key: str, task: Any, ids: Sequence[str], n_max: int | 
     truncated = {rule: 0 for rule in verifiers}
     for pid in ids:
         rows = store.samples(key, problem_id=pid)[: n_max or None]
+        dropped = sum(r.text is None for r in rows)
+        if dropped:  # judging '' in place of a dropped text would count it wrong
+            raise dropped_error(dropped, f"re-scoring problem {pid} under other answer rules", key)
         texts = [r.text for r in rows]
         cut = [bool(r.info and r.info.get("finish") == "length") for r in rows]
         ns.append(len(rows))

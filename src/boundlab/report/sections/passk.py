@@ -93,6 +93,16 @@ def _answer_rules(r: Report, d: Doc) -> None:
           "stated without a box. A gap between the base and a model that appears only under "
           "`boxed` is a change of answer format, not of reasoning boundary.")
     probes = [(p.entry.label, p.entry.key) for p in [r.base, *r.models]]
+    # A compact probe (probe.keep_text=compact) kept no text for most wrong samples: it cannot be
+    # judged again, and judging only the texts it kept would favour the correct ones.
+    compact = [label for label, key in probes if r.store.dropped_texts(key, r.cfg.n)]
+    if compact:
+        d.add(f"Not re-scored: {', '.join(compact)} (stored with `probe.keep_text=compact`, so most "
+              f"wrong completions have no text to judge again).")
+        log(f"answer rules: {', '.join(compact)} not re-scored (probe.keep_text=compact)")
+    probes = [(label, key) for label, key in probes if label not in compact]
+    if not probes:
+        return
     rows = answer_rule_rows(r.store, probes, r.task, r.ids, r.cfg.n)
     for row in rows:
         log(f"answer rule {row[1]:>7}: {row[0]} pass@1 {row[3]:.4f} pass@{row[2]} {row[4]:.4f} "

@@ -68,6 +68,16 @@ def render(r: Report, d: Doc) -> None:
         d.add("Skipped (perplexity.enabled=false).")
         return
     which = "correct responses" if pc.only_correct else "responses"
+    if not pc.only_correct:
+        # Random responses include wrong ones, and a compact probe kept few of their texts.
+        entries = [r.base.entry, *[p.entry for p in r.models]] + \
+            ([r.inputs.teacher] if r.inputs.teacher is not None else [])
+        compact = [e.label for e in entries if r.store.dropped_texts(e.key, cfg.n)]
+        if compact:
+            d.add(f"Skipped: {', '.join(compact)} stored with `probe.keep_text=compact` keep no text "
+                  f"for most wrong responses; set perplexity.only_correct=true (correct responses "
+                  f"always keep theirs).")
+            return
     d.add(f"The base model's perplexity exp(−mean token log-prob of the response given the prompt) on "
           f"up to {pc.samples} {which} per group, drawn at random (seed {pc.seed}). Responses the base "
           f"finds likely (low perplexity) are ones it could already produce.")
