@@ -369,7 +369,7 @@ class OnPolicyConfig(PolicyGradientConfig):
     cliprange_value: float = 0.2
     # PPO: the learned value model.
     critic: CriticConfig = field(default_factory=CriticConfig)
-    # passk_grpo: k of the group's pass@k reward (1 <= k <= algo.rollouts).
+    # passk_grpo: k of the group's pass@k reward (1 <= k < algo.rollouts: at k = rollouts no signal).
     passk_k: int = 4
     # weighted_reinforce: the weight of correct samples (wrong ones get -1); 0 = pure NSR.
     positive_weight: float = 0.1

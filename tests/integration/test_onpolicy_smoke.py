@@ -48,8 +48,10 @@ def test_smoke_trains_and_probes(tmp_path, algo):
     run_dir = tmp_path / "run"
     # H1 and B3 only: the base gets them right sometimes, so every algorithm sees a reward spread
     # (the default mix's first problems are mostly E, always right, or X, never).
+    # debug=smoke samples 4 rollouts per prompt: pass@k Training needs k < 4 to see a spread.
+    extra = ["algo.onpolicy.passk_k=2"] if algo == "passk_grpo" else []
     train(tmp_path, f"algo={algo}", "debug=smoke", "backend.torch_threads=1",
-          "task.train_mix={H1:0.5,B3:0.5}", f"hydra.run.dir={run_dir}")
+          "task.train_mix={H1:0.5,B3:0.5}", f"hydra.run.dir={run_dir}", *extra)
 
     base = load_file(base_model_dir() / "model.safetensors")
     ckpt = run_dir / "checkpoints" / "checkpoint-4"
@@ -170,6 +172,7 @@ def test_micro_batches_add_up_to_the_round_loss(tmp_path):
     ("dapo", ["algo.onpolicy.critic.model=/nowhere"], "critic"),
     ("dapo", ["algo.onpolicy.loss_type=dr_grpo"], "loss_type"),
     ("passk_grpo", ["algo.onpolicy.passk_k=9"], "passk_k"),
+    ("passk_grpo", ["algo.onpolicy.passk_k=8"], "same advantage"),
     ("passk_grpo", ["kl.coef=0.1", "kl.where=reward"], "kl.where=loss"),
     ("weighted_reinforce", ["algo.onpolicy.positive_weight=-0.5"], "positive_weight"),
 ])

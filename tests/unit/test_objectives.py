@@ -287,6 +287,8 @@ def test_passk_advantage_sums_to_zero_and_is_zero_without_a_spread():
     # All wrong, all right, or too few wrong samples to fill a k-subset (R = 1): no signal.
     flat = torch.tensor([[False] * 4, [True] * 4, [True, True, True, False]])
     assert torch.equal(O.passk_advantages(flat, 2), torch.zeros(3, 4))
+    # k = N: every group that solves the problem at all has pass@N = 1, so no group has a spread.
+    assert torch.equal(O.passk_advantages(torch.tensor([[True, False, False, False]]), 4), torch.zeros(1, 4))
 
 
 def test_passk_advantage_at_k1_is_grpos_with_the_population_std():

@@ -112,9 +112,10 @@ def settings_from_cfg(name: str, cfg: Any) -> OnPolicySettings:
         bad("has no critic, so algo.onpolicy.critic.model would be unused")
     if not 0 <= o.overlong_buffer < a.max_completion_length:
         bad(f"algo.onpolicy.overlong_buffer ({o.overlong_buffer}) must be in [0, algo.max_completion_length)")
-    if recipe.estimator == "passk" and not 1 <= o.passk_k <= a.rollouts:
-        bad(f"algo.onpolicy.passk_k ({o.passk_k}) must be in [1, algo.rollouts ({a.rollouts})]: the reward is "
-            f"the pass@k of each prompt's rollouts")
+    if recipe.estimator == "passk" and not 1 <= o.passk_k < a.rollouts:
+        bad(f"algo.onpolicy.passk_k ({o.passk_k}) must be in [1, algo.rollouts ({a.rollouts})): the reward is "
+            f"the pass@k of each prompt's rollouts, and at k = rollouts every sample of a group gets the same "
+            f"advantage (0), so nothing would be learned")
     if recipe.estimator == "weighted_reinforce" and o.positive_weight < 0:
         bad(f"algo.onpolicy.positive_weight must be >= 0 (0 is pure negative-sample reinforcement), not "
             f"{o.positive_weight}")
