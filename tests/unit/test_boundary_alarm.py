@@ -77,3 +77,21 @@ def test_the_callback_stops_training_once_an_alarm_is_on_disk(tmp_path, capsys):
     assert on.on_step_end(None, state, control).should_training_stop
     out = capsys.readouterr().out
     assert "stopping at step 10 after the boundary alarm" in out and "checkpoint-5" in out
+
+
+def test_rotation_keeps_the_best_boundary_only_when_the_run_may_stop_on_a_shrink(tmp_path):
+    from boundlab.rundir.checkpoints import mark_complete
+
+    ckdir = tmp_path / "checkpoints"
+    for step, pn in ((2, 0.9), (4, 0.5), (6, 0.4)):
+        (ckdir / f"checkpoint-{step}").mkdir(parents=True)
+        mark_complete(ckdir / f"checkpoint-{step}")
+        append_jsonl(tmp_path / "probes.jsonl", {"kind": "checkpoint", "step": step, "pass@n": pn, "pass@1": 0.1})
+    tracker = SimpleNamespace(run_dir=tmp_path)
+    args = SimpleNamespace(output_dir=str(ckdir))
+    state = SimpleNamespace(is_world_process_zero=True, global_step=6, best_model_checkpoint=None)
+    control = SimpleNamespace(should_training_stop=False)
+    ProbeCallback(tracker, "detached", save_total_limit=1, stop_on_shrink=True).on_save(args, state, control)
+    assert sorted(p.name for p in ckdir.iterdir()) == ["checkpoint-2", "checkpoint-6"]
+    ProbeCallback(tracker, "detached", save_total_limit=1).on_save(args, state, control)
+    assert sorted(p.name for p in ckdir.iterdir()) == ["checkpoint-6"]

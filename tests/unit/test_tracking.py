@@ -236,8 +236,10 @@ def test_truncated_and_corrupt_files_yield_what_precedes_the_damage(offline_env,
     steps = [r["train/global_step"] for r in full.history if "train/global_step" in r]
     assert steps == list(range(1500)) and not full.truncated
 
-    # Cut mid-block: everything before the cut survives, in order.
-    cut = 2 * rd.BLOCK_SIZE + 1234
+    # Cut mid-block, inside a chunk: everything before the cut survives, in order. (A cut that
+    # lands exactly on a chunk boundary is a clean end, not a truncation; the records' sizes vary
+    # from run to run, so the cut is placed inside whichever chunk covers the target offset.)
+    cut = _inside_a_chunk(data, 2 * rd.BLOCK_SIZE + 1234)
     (tmp_path / "cut").mkdir()
     cut_file = tmp_path / "cut" / src.name
     cut_file.write_bytes(data[:cut])
@@ -262,6 +264,23 @@ def test_truncated_and_corrupt_files_yield_what_precedes_the_damage(offline_env,
 
 # --------------------------------------------------------------------------------------------------
 # framing, byte by byte, against a reference writer of the format
+
+
+def _inside_a_chunk(data: bytes, target: int) -> int:
+    """An offset strictly inside the payload of the chunk that covers `target` (walking the framing
+    from the file header)."""
+    pos = rd.FILE_HEADER.size
+    while pos < len(data):
+        block_end = (pos // rd.BLOCK_SIZE + 1) * rd.BLOCK_SIZE
+        if block_end - pos < rd.CHUNK_HEADER.size:
+            pos = block_end
+            continue
+        _, length, _ = rd.CHUNK_HEADER.unpack_from(data, pos)
+        end = pos + rd.CHUNK_HEADER.size + length
+        if end > target and length >= 2:
+            return pos + rd.CHUNK_HEADER.size + length // 2
+        pos = end
+    raise AssertionError(f"no chunk covers offset {target}")
 
 
 def _write_log(payloads: list[bytes]) -> tuple[bytes, set[int]]:

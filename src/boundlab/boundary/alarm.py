@@ -10,7 +10,8 @@ What fires is kept in the checkpoint's probe row (`alarm`: the scopes), appended
 `alarms.jsonl` in the run dir, printed as one line per scope, and logged: `probe/alarm` (the number
 of scopes, 0 when silent) on every checkpoint, and a W&B alert where the run is online. With
 `train.stop_on_shrink=true` training stops at the first alarm (`stop_requested`), and the
-best-boundary checkpoint (`best_boundary`) is kept out of `train.save_total_limit`'s rotation.
+best-boundary checkpoint (`best_boundary`) is kept out of `train.save_total_limit`'s rotation
+(without it, rotation is unchanged).
 """
 
 from __future__ import annotations

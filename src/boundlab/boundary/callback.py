@@ -2,8 +2,9 @@
 `probe.py watch=RUN_DIR` worker (detached), and then applies `train.save_total_limit`.
 
 Rotation is ours, not HF's (HF rotates inside its save, before callbacks run, so it would delete
-checkpoints nobody probed): only checkpoints already in probes.jsonl are deleted, and never the
-best-boundary one. With `train.stop_on_shrink` training stops at the first boundary alarm. The watcher finds
+checkpoints nobody probed): only checkpoints already in probes.jsonl are deleted. With
+`train.stop_on_shrink` training stops at the first boundary alarm, and rotation never deletes the
+best-boundary checkpoint. The watcher finds
 work by listing complete checkpoints, so there is no queue file.
 """
 
@@ -65,7 +66,8 @@ class ProbeCallback(TrainerCallback):
         if self.save_total_limit:
             keep = {state.best_model_checkpoint} if state.best_model_checkpoint else set()
             rows = probe_rows(self.tracker.run_dir)  # as on disk: a detached watcher appends to it
-            keep |= best_boundary_path(self.tracker.run_dir, rows)
+            if self.stop_on_shrink:  # the run may stop on a shrink: keep the widest boundary seen
+                keep |= best_boundary_path(self.tracker.run_dir, rows)
             rotate(Path(args.output_dir), self.save_total_limit,
                    {int(r["step"]) for r in rows if r.get("kind") == "checkpoint"}, keep)
         return control

@@ -64,8 +64,9 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
                     tracker.probe_checkpoint(step, str(path))
             limit = OmegaConf.select(cfg, "train.save_total_limit")
             if limit:
-                ck.rotate(run_dir / CHECKPOINTS_DIR, limit, tracker.done_steps(),
-                          best_boundary_path(run_dir, tracker.rows))
+                keep = (best_boundary_path(run_dir, tracker.rows)
+                        if OmegaConf.select(cfg, "train.stop_on_shrink") else set())
+                ck.rotate(run_dir / CHECKPOINTS_DIR, limit, tracker.done_steps(), keep)
             if finished:
                 break
             if timeout_s is not None and time.time() - start > timeout_s:
