@@ -191,3 +191,56 @@ def test_pretraining_resumes_bit_identical(tmp_path):
     assert info["resumed_from"] >= 1
     for (name, a), (_, b) in zip(whole.state_dict().items(), resumed.state_dict().items()):
         assert torch.equal(a, b), name
+
+
+def test_execution_practice_masks_the_forced_move_and_draws_the_rest():
+    """r3's practice documents: the first decision takes the right move, its characters carry no
+    loss, later decisions are drawn from the mix and trained as usual."""
+    from boundlab.toyworld2.pretrain import encode
+    from boundlab.toyworld2.tokenizer import build_tokenizer
+
+    rng = random.Random(3)
+    never = W.BaseMix(default_prec=0.0, default_bracket=0.0)
+    text, spans = W.practice_completion("2*9*(3+1)", never, rng)
+    assert text == "3+1=4>2*9*4,2*9=18>18*4,18*4=72;A:72" and spans == ((0, 3),)
+    # a decision that comes at the second step: its span is that step's move
+    text, spans = W.practice_completion("4*3+4*3*2", never, rng)
+    assert text.startswith("4*3=12>12+4*3*2,4*3=12>12+12*2,12+12=24") and spans == ((16, 19),)
+    assert text[16:19] == "4*3"
+    # the second decision is drawn (never taken at share 0), the first always taken
+    v = judge(_problem("4*3+4*3*2"), text)
+    assert [t for _, t, _ in v.info["decisions"]][:2] == [True, False]
+    always = W.BaseMix(default_prec=1.0, default_bracket=1.0)
+    assert W.practice_completion("4*3+4*3*2", always, rng)[0] == W.canonical_trace("4*3+4*3*2")
+
+    tok = build_tokenizer()
+    row = ("Q:2+3*4;", "3*4=12>2+12,2+12=14;A:14", ((0, 3),))
+    b = encode(tok.get_vocab(), [row, row[:2]], tok.eos_token_id, tok.pad_token_id)
+    masked = (b["labels"][0] == -100).nonzero().flatten().tolist()
+    assert masked == list(range(8 + 3))  # the prompt (8 characters) and the move `3*4`
+    assert (b["labels"][1] == -100).sum() == 8
+    assert torch_equal(b["input_ids"][0], b["input_ids"][1])
+
+
+def torch_equal(a, b) -> bool:
+    return bool((a == b).all())
+
+
+def test_corpus_without_practice_is_the_shipped_stream_and_practice_is_validated():
+    plain = W.Corpus(5).batch(30)
+    assert plain == W.Corpus(5).batch(30) and all(len(r) == 2 for r in plain)
+    prac = W.Corpus(5, practice=W.Practice(0.5, {"B4": 1.0})).batch(200)
+    with_spans = [r for r in prac if r[2]]
+    assert 60 < len(with_spans) < 140  # about half
+    for p, c, spans in with_spans:
+        q = p[2:-1]
+        assert W.tier_of(q) == "B4"
+        assert judge(_problem(q), c).info["decisions"][0][1] is True  # the bracket honoured
+        (a, b), = spans
+        assert c[b] == "=" and "(" not in c[a:b]
+    with pytest.raises(ValueError, match="decision tiers"):
+        W.Practice(0.2, {"X": 1.0})
+    with pytest.raises(ValueError, match="share"):
+        W.Practice(1.0, {"B4": 1.0})
+    with pytest.raises(ValueError, match="teacher"):
+        W.Corpus(0, teacher=True, practice=W.Practice(0.2, {"B4": 1.0}))

@@ -34,6 +34,18 @@ from boundlab.toyworld2.tokenizer import build_tokenizer
 MAX_POSITIONS = 128
 
 
+def encode(vocab: dict[str, int], pairs: list[tuple], eos_id: int, pad_id: int
+           ) -> dict[str, torch.Tensor]:
+    """`encode_pairs`, plus the execution-practice masks: a (prompt, completion, spans) row gets no
+    loss on the completion characters in `spans` (one token per character)."""
+    batch = encode_pairs(vocab, [(p[0], p[1]) for p in pairs], eos_id, pad_id)
+    for i, row in enumerate(pairs):
+        for start, end in (row[2] if len(row) > 2 else ()):
+            off = len(row[0])
+            batch["labels"][i, off + start: off + end] = -100
+    return batch
+
+
 def train(model, tokenizer, corpus: world.Corpus, *, steps: int, batch_size: int, lr: float,
           warmup: int, seed: int, partial: Path | None = None, save_every: int = 250,
           log_every: int = 50, tag: str = "base", micro: int = 32) -> dict:
@@ -57,8 +69,8 @@ def train(model, tokenizer, corpus: world.Corpus, *, steps: int, batch_size: int
         # Length-sorted micro-batches (less padding), each weighted by its share of the batch's
         # completion tokens: the same gradient as one padded batch, for about 2/3 of the compute.
         pairs = sorted(corpus.batch(batch_size), key=lambda pc: len(pc[0]) + len(pc[1]))
-        parts = [encode_pairs(vocab, pairs[i: i + micro], tokenizer.eos_token_id,
-                              tokenizer.pad_token_id) for i in range(0, len(pairs), micro)]
+        parts = [encode(vocab, pairs[i: i + micro], tokenizer.eos_token_id,
+                        tokenizer.pad_token_id) for i in range(0, len(pairs), micro)]
         total = sum(int((b["labels"] != -100).sum()) for b in parts)
         opt.zero_grad(set_to_none=True)
         loss_sum = 0.0
@@ -106,13 +118,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--teacher-lr", type=float, default=1e-3)
     ap.add_argument("--save-every", type=int, default=250)
     ap.add_argument("--mix", type=Path, default=None,
-                    help="JSON with BaseMix fields (default_prec, default_bracket, cells)")
+                    help="JSON with BaseMix fields (default_prec, default_bracket, cells), and "
+                         "optionally corpus_tiers and practice ({share, tiers, forced})")
     args = ap.parse_args(argv)
 
     torch.set_num_threads(args.threads)
     tokenizer = build_tokenizer()
     spec = json.loads(args.mix.read_text()) if args.mix else {}
     corpus_tiers = spec.pop("corpus_tiers", None) or world.CORPUS_TIERS
+    practice_spec = spec.pop("practice", None)
+    practice = world.Practice(**practice_spec) if practice_spec else None
     mix = world.BaseMix(**spec)
     common = {"command": " ".join(["python -m boundlab.toyworld2.pretrain", *(argv or sys.argv[1:])]),
               "threads": args.threads, "torch": torch.__version__}
@@ -121,13 +136,14 @@ def main(argv: list[str] | None = None) -> None:
         torch.manual_seed(args.seed)
         model = build_model(tokenizer, max_positions=MAX_POSITIONS)
         partial = args.out / "base.partial"
-        info = train(model, tokenizer, world.Corpus(args.seed, mix, tiers=corpus_tiers),
+        info = train(model, tokenizer,
+                     world.Corpus(args.seed, mix, tiers=corpus_tiers, practice=practice),
                      steps=args.steps,
                      batch_size=args.batch_size, lr=args.lr, warmup=100, seed=args.seed,
                      partial=partial, save_every=args.save_every, tag="base")
         info.update(common, role="base", mix={"default_prec": mix.default_prec,
                     "default_bracket": mix.default_bracket, "cells": mix.cells},
-                    corpus_tiers=corpus_tiers,
+                    corpus_tiers=corpus_tiers, practice=practice_spec,
                     params=sum(p.numel() for p in model.parameters()))
         save(model, tokenizer, args.out / "base", info)
         shutil.rmtree(partial, ignore_errors=True)

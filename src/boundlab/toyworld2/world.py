@@ -228,9 +228,11 @@ def prompt(question: str) -> str:
 
 # -- traces ------------------------------------------------------------------------------------
 
-def walk(question: str, choose) -> tuple[str, list[tuple[X.Decision, str]]]:
+def walk(question: str, choose, at: list[int] | None = None
+         ) -> tuple[str, list[tuple[X.Decision, str]]]:
     """Write one base-corpus trace, letting `choose(decision, labels)` pick a label at every
-    decision; returns (completion text, [(decision, label)])."""
+    decision; returns (completion text, [(decision, label)]). `at`, when given, receives the index
+    of the step each decision's move is written in."""
     state = X.parse(question)
     fresh = frozenset(i for i, t in enumerate(state) if isinstance(t, int))
     steps: list[X.Step] = []
@@ -244,6 +246,8 @@ def walk(question: str, choose) -> tuple[str, list[tuple[X.Decision, str]]]:
             label = choose(d, [lab for lab, _ in options])
             view = dict(options)[label]
             met.append((d, label))
+            if at is not None:
+                at.append(len(steps))
         i = X.base_move_index(label, view)
         # Positions in `view` differ from `state` when brackets were dropped: recompute fresh.
         if view is not state:
@@ -305,8 +309,13 @@ def practice_problem(rng: random.Random, exclude: frozenset[str] = frozenset(),
     raise RuntimeError(f"no practice problem found in {tries} tries")
 
 
-def base_completion(question: str, mix: BaseMix, rng: random.Random) -> str:
+def base_completion(question: str, mix: BaseMix, rng: random.Random, forced: int = 0,
+                    at: list[int] | None = None) -> str:
+    """A base-corpus trace: every decision drawn from `mix`, except that the first `forced`
+    decisions take the right move (`practice_completion`)."""
     def choose(d: X.Decision, labels: list[str]) -> str:
+        if d.position <= forced:
+            return "canon"
         if rng.random() < mix.share(d):
             return "canon"
         rest = [lab for lab in labels if lab != "canon"]
@@ -315,7 +324,45 @@ def base_completion(question: str, mix: BaseMix, rng: random.Random) -> str:
             return "drop+canon" if rng.random() < mix.share(prec) else "drop+left"
         return rest[0]
 
-    return walk(question, choose)[0]
+    return walk(question, choose, at)[0]
+
+
+def move_spans(text: str, steps: list[int]) -> tuple[tuple[int, int], ...]:
+    """Character spans of the moves (`x op y`, before `=`) of the given steps of a trace."""
+    spans, start = [], 0
+    for k, step in enumerate(text.split(";A:")[0].split(",")):
+        if k in steps:
+            spans.append((start, start + step.index("=")))
+        start += len(step) + 1
+    return tuple(spans)
+
+
+def practice_completion(question: str, mix: BaseMix, rng: random.Random, forced: int = 1
+                        ) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """Execution practice: a base-corpus trace whose first `forced` decisions take the right move,
+    with those moves' characters returned as spans to leave out of the loss. The base thus learns
+    to write the state after a rare right move (a bracket honoured, a first precedence decision)
+    and the later decisions in that context (drawn from `mix`, trained as usual), while the rate
+    of the forced decisions is still learned only from the ordinary corpus."""
+    at: list[int] = []
+    text = base_completion(question, mix, rng, forced=forced, at=at)
+    return text, move_spans(text, at[:forced])
+
+
+@dataclass(frozen=True)
+class Practice:
+    """The execution-practice share of the base corpus (`practice_completion`): `share` of the
+    stream, its problems drawn from `tiers`, the first `forced` decisions taken and masked."""
+    share: float
+    tiers: dict[str, float]
+    forced: int = 1
+
+    def __post_init__(self):
+        if not 0 < self.share < 1:
+            raise ValueError(f"practice share must be in (0, 1), got {self.share}")
+        bad = sorted(t for t in self.tiers if t not in TIERS or t in ("E", "X"))
+        if bad:
+            raise ValueError(f"practice tiers must be decision tiers (H1-H3, B3, B4), got {bad}")
 
 
 class Corpus:
@@ -323,22 +370,33 @@ class Corpus:
     train question). `teacher=True` writes canonical traces only."""
 
     def __init__(self, seed: int, mix: BaseMix | None = None, teacher: bool = False,
-                 tiers: dict[str, float] | None = None):
+                 tiers: dict[str, float] | None = None, practice: Practice | None = None):
+        if practice is not None and teacher:
+            raise ValueError("execution practice is a base-corpus option; the teacher's is canonical")
         self.rng = random.Random(seed)
         self.mix = mix or BaseMix()
         self.teacher = teacher
         self.tiers = tiers or CORPUS_TIERS
+        self.practice = practice
         self._exclude = held_out()
 
-    def pair(self) -> tuple[str, str]:
+    def pair(self) -> tuple[str, str] | tuple[str, str, tuple[tuple[int, int], ...]]:
+        """(prompt, completion), or with execution practice (prompt, completion, spans left out
+        of the loss). Without practice the stream is exactly the shipped base's."""
+        if self.practice is not None and self.rng.random() < self.practice.share:
+            names = list(self.practice.tiers)
+            tier = self.rng.choices(names, weights=[self.practice.tiers[t] for t in names])[0]
+            q = random_problem(tier, self.rng, self._exclude)
+            text, spans = practice_completion(q, self.mix, self.rng, self.practice.forced)
+            return prompt(q), text, spans
         names = list(self.tiers)
         tier = self.rng.choices(names, weights=[self.tiers[t] for t in names])[0]
         q = (practice_problem(self.rng, self._exclude) if tier == "P"
              else random_problem(tier, self.rng, self._exclude))
         text = canonical_trace(q) if self.teacher else base_completion(q, self.mix, self.rng)
-        return prompt(q), text
+        return (prompt(q), text) if self.practice is None else (prompt(q), text, ())
 
-    def batch(self, size: int) -> list[tuple[str, str]]:
+    def batch(self, size: int) -> list[tuple]:
         return [self.pair() for _ in range(size)]
 
 
