@@ -63,7 +63,7 @@ def raise_alarm(run_dir: Path, row: dict[str, Any], logger: Any) -> None:
 
 def stop_requested(run_dir: Path) -> bool:
     """Some probe of this run raised the alarm (read from disk: a detached watcher writes it)."""
-    return (Path(run_dir) / ALARMS_FILE).is_file() and bool(read_jsonl(Path(run_dir) / ALARMS_FILE))
+    return bool(read_jsonl(Path(run_dir) / ALARMS_FILE))  # [] when no alarm file exists
 
 
 def best_boundary(rows: list[dict[str, Any]]) -> dict[str, Any] | None:

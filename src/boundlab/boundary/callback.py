@@ -69,7 +69,7 @@ class ProbeCallback(TrainerCallback):
             if self.stop_on_shrink:  # the run may stop on a shrink: keep the widest boundary seen
                 keep |= best_boundary_path(self.tracker.run_dir, rows)
             rotate(Path(args.output_dir), self.save_total_limit,
-                   {int(r["step"]) for r in rows if r.get("kind") == "checkpoint"}, keep)
+                   checkpoint_steps(rows), keep)
         return control
 
 
@@ -81,6 +81,11 @@ def probe_rows(run_dir: Path) -> list[dict]:
     return read_jsonl(Path(run_dir) / PROBES_FILE)
 
 
+def checkpoint_steps(rows: list[dict]) -> set[int]:
+    """The training steps of the checkpoint rows among probe rows."""
+    return {int(r["step"]) for r in rows if r.get("kind") == "checkpoint"}
+
+
 def probed_steps(run_dir: Path) -> set[int]:
     """Checkpoint steps in probes.jsonl as it is on disk now."""
-    return {int(r["step"]) for r in probe_rows(run_dir) if r.get("kind") == "checkpoint"}
+    return checkpoint_steps(probe_rows(run_dir))

@@ -124,7 +124,7 @@ class BoundaryTracker:
 
     def probe_null(self, model_dir: str) -> ProbeResult | None:
         """The base-vs-base null: the base again, with `null_seed` (a different probe key)."""
-        if any(r.get("kind") == "null" for r in self.rows):
+        if _null_row(self.rows) is not None:
             return None
         if self.base is None:
             raise RuntimeError("probe the base model first")
@@ -147,7 +147,7 @@ class BoundaryTracker:
         res = self._probe(ckpt_dir, f"step {step}")
         row = self._row(step, res, "checkpoint", time.time() - t0, self.seed)
         R.add_comparison(row, self.base, res, self.groups, self.bootstrap_iters, self.ci)
-        row["alarm"] = shrinkage(row, next((r for r in self.rows if r.get("kind") == "null"), None))
+        row["alarm"] = shrinkage(row, _null_row(self.rows))
         self.results[step] = res
         self._append_row(row)
         self._log(row)
@@ -222,7 +222,7 @@ class BoundaryTracker:
         if base is None:
             return
         ck = [r for r in rows if r["kind"] == "checkpoint" and r["metric"] == base["metric"]]
-        null = next((r for r in rows if r["kind"] == "null"), None)
+        null = _null_row(rows)
         plot_boundary_panels(_series(base, ck, null, None), self.run_dir / BOUNDARY_PNG, n=base["n"],
                              metric=base["metric"],
                              panels={t: _series(base, ck, null, t) for t in (base.get("groups") or {})},
@@ -232,6 +232,11 @@ class BoundaryTracker:
             curves[f"step {r['step']}"] = (list(range(1, r["n"] + 1)), r["curve"], None, None)
         plot_passk(curves, self.run_dir / PASSK_BY_STEP_PNG,
                    title=f"{base['metric']} pass@k: base and checkpoints")
+
+
+def _null_row(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The base-vs-base null's row, if the run has one."""
+    return next((r for r in rows if r.get("kind") == "null"), None)
 
 
 def _series(base: dict[str, Any], ck: list[dict[str, Any]], null: dict[str, Any] | None,
