@@ -60,3 +60,16 @@ def test_each_arm_sets_its_remedy_only_and_passes_the_start_up_checks(arm):
 
     HydraConfig.instance().set_config(cfg)
     validate(cfg)
+
+
+@pytest.mark.parametrize("arm", ARMS)
+def test_the_documented_smoke_launch_passes_the_start_up_checks_for_every_arm(arm):
+    # `python train.py -m experiment=remedies debug=smoke algo.onpolicy.passk_k=2` (the file's header).
+    from hydra.core.hydra_config import HydraConfig
+
+    from boundlab.validate import validate
+
+    cfg = _compose(f"+remedy={arm}", "debug=smoke", "algo.onpolicy.passk_k=2")
+    HydraConfig.instance().set_config(cfg)
+    validate(cfg)
+    assert (cfg.algo.rollouts, cfg.train.max_steps) == (4, 4)
