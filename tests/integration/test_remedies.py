@@ -93,6 +93,8 @@ def test_unlikeliness_shapes_the_onpolicy_scores_by_rank_in_the_group(tmp_path):
     assert torch.allclose(batch.scores.cpu().float(), torch.tensor(expected), atol=1e-6)
     # Not vacuous: some correct sample was not its group's least likely, so its score dropped.
     assert (batch.scores.cpu() < batch.rewards).any()
+    change = float((torch.tensor(expected) - batch.rewards).mean())
+    assert trainer._metrics["unlikeliness/reward_change"] == [pytest.approx(change, abs=1e-6)]
 
 
 class Unigram(nn.Module):
@@ -176,15 +178,17 @@ def test_remedy_knobs_accepted_where_they_apply():
 
 
 @pytest.mark.slow
-def test_trl_grpo_trains_with_the_unlikeliness_reward_and_entropy_bonus(tmp_path):
+@pytest.mark.parametrize("algo", ["grpo", "rloo"])
+def test_trl_trains_with_the_unlikeliness_reward_and_grpo_with_the_entropy_bonus(tmp_path, algo):
     from boundlab.tracking import read_offline_run
 
     run_dir = tmp_path / "run"
     env = dict(os.environ, BOUNDLAB_STORE=str(tmp_path / "store.sqlite"), WANDB_MODE="offline",
                HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", WANDB_SILENT="true")
-    proc = subprocess.run([sys.executable, str(ROOT / "train.py"), "algo=grpo", "debug=smoke",
+    entropy = ["algo.entropy_coef=0.01"] if algo == "grpo" else []
+    proc = subprocess.run([sys.executable, str(ROOT / "train.py"), f"algo={algo}", "debug=smoke",
                            "backend.torch_threads=1", "task.train_mix={H1:0.5,B3:0.5}",
-                           "algo.shaping.unlikeliness=0.5", "algo.entropy_coef=0.01", f"hydra.run.dir={run_dir}"],
+                           "algo.shaping.unlikeliness=0.5", *entropy, f"hydra.run.dir={run_dir}"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     rows = [json.loads(x) for x in (run_dir / "probes.jsonl").read_text().splitlines()]
@@ -194,4 +198,4 @@ def test_trl_grpo_trains_with_the_unlikeliness_reward_and_entropy_bonus(tmp_path
     assert shaping and all(s <= 1e-9 for s in shaping), shaping
     # The base solves H1/B3 sometimes, so some correct sample was not the least likely of its group.
     assert min(shaping) < 0, shaping
-    assert any("train/entropy_coef" in h for h in history)
+    assert any("train/entropy_coef" in h for h in history) == (algo == "grpo")

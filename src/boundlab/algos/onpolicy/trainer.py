@@ -188,10 +188,11 @@ class OnPolicyTrainer(Trainer):
         is), ranked by the mean token log-prob under the rollout policy (`old_logp`)."""
         k = self.s.rollouts
         seq_logp = O.masked_mean(batch.old_logp, batch.completion_mask, dim=1).cpu()
-        rewards = batch.rewards.to(seq_logp.dtype)
+        rewards = batch.rewards.cpu().to(seq_logp.dtype)
         shaped = O.unlikeliness_rewards(rewards.view(-1, k), seq_logp.view(-1, k), self.s.unlikeliness).view(-1)
-        batch.scores = batch.scores + (shaped - rewards).to(batch.scores.dtype).to(batch.scores.device)
-        self._metrics["unlikeliness/reward_change"].append(float((shaped - rewards).mean()))
+        change = shaped - rewards
+        batch.scores = batch.scores + change.to(device=batch.scores.device, dtype=batch.scores.dtype)
+        self._metrics["unlikeliness/reward_change"].append(float(change.mean()))
 
     def _forward(self, model: nn.Module, b: Rollouts, ref: bool = False
                  ) -> tuple[Tensor, Optional[Tensor], Tensor]:
