@@ -347,8 +347,8 @@ class GRPOFamilyConfig(PolicyGradientConfig):
 
 @dataclass
 class OnPolicyConfig(PolicyGradientConfig):
-    """`algo.onpolicy`: read by ppo, reinforce_pp, reinforce_pp_baseline, remax, dapo, passk_grpo and
-    weighted_reinforce (boundlab's OnPolicyTrainer)."""
+    """`algo.onpolicy`: read by ppo, reinforce_pp, reinforce_pp_baseline, remax, dapo, passk_grpo,
+    weighted_reinforce and nsr (boundlab's OnPolicyTrainer)."""
     # DAPO: drop groups whose rewards are all equal and refill the batch with groups that carry signal.
     dynamic_sampling: bool = False
     # DAPO: most extra generation rounds spent refilling the batch after dynamic sampling; then it
@@ -371,7 +371,7 @@ class OnPolicyConfig(PolicyGradientConfig):
     critic: CriticConfig = field(default_factory=CriticConfig)
     # passk_grpo: k of the group's pass@k reward (1 <= k < algo.rollouts: at k = rollouts no signal).
     passk_k: int = 4
-    # weighted_reinforce: the weight of correct samples (wrong ones get -1); 0 = pure NSR.
+    # weighted_reinforce: the weight of correct samples (wrong ones get -1); 0 = pure NSR (algo=nsr).
     positive_weight: float = 0.1
 
 
@@ -390,12 +390,21 @@ class DistillConfig:
 
 
 @dataclass
+class ShapingConfig:
+    """`algo.shaping`: reward shaping any group algorithm can take (grpo, dr_grpo, rloo, dapo,
+    reinforce_pp_baseline; boundlab.algos.shaping)."""
+    # Unlikeliness reward (He et al. 2025): a correct sample's reward times 1 - beta * rank / G, rank 0
+    # the least likely of its group of G by mean token log-prob; beta in [0, 1], 0 = off.
+    unlikeliness: float = 0.0
+
+
+@dataclass
 class AlgoConfig:
     """Knobs every algorithm reads at `algo.*`; each family reads its own block below. Every block is
     present whatever the algorithm (so one `debug`/`experiment` file can set any of them); the
     algorithm's `family` (boundlab.algos) says which block it reads."""
     # Registry name: grpo, dr_grpo, dapo, rloo, reinforce_pp, reinforce_pp_baseline, remax, ppo,
-    # sft_distill, onpolicy_distill.
+    # passk_grpo, weighted_reinforce, nsr, sft_distill, onpolicy_distill.
     name: str = "grpo"
     # Optimizer step size. TRL's GRPO default (1e-6) is far too small for the toy model.
     learning_rate: float = 2e-4
@@ -417,6 +426,11 @@ class AlgoConfig:
     max_grad_norm: float = 1.0
     # Learning-rate schedule (HF names: constant, linear, cosine, ...).
     lr_scheduler_type: str = "constant"
+    # Entropy bonus: loss - entropy_coef * mean token entropy of the completions (0 = off; TRL's
+    # GRPOConfig.entropy_coef on grpo/dr_grpo, our trainer's loss on the on-policy algorithms).
+    entropy_coef: float = 0.0
+    # Reward shaping for group algorithms (the unlikeliness reward).
+    shaping: ShapingConfig = field(default_factory=ShapingConfig)
     # TRL GRPO family (grpo, dr_grpo, rloo).
     grpo: GRPOFamilyConfig = field(default_factory=GRPOFamilyConfig)
     # boundlab's on-policy trainer (ppo, reinforce_pp, reinforce_pp_baseline, remax, dapo).

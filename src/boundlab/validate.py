@@ -181,6 +181,12 @@ def validate_algo(a: Any, prefix: str = "algo") -> None:
     _at_least(a, prefix, "weight_decay", 0)
     _at_least(a, prefix, "warmup_steps", 0)
     _positive(a, prefix, "max_grad_norm")
+    _at_least(a, prefix, "entropy_coef", 0, " (0 = no entropy bonus)")
+    if not 0 <= a.shaping.unlikeliness <= 1:
+        # At most 1, a correct sample keeps at least 1/G of its reward (rank <= G - 1), so it
+        # always outscores a wrong one; above 1 the most likely correct one could score <= 0.
+        _fail(f"{prefix}.shaping.unlikeliness", a.shaping.unlikeliness,
+              "must be in [0, 1] (0 = off; above 1 a likely correct sample could score <= a wrong one)")
     _validate_policy_gradient(a.grpo, f"{prefix}.grpo")
     o, op = a.onpolicy, f"{prefix}.onpolicy"
     _validate_policy_gradient(o, op)

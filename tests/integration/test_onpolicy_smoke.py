@@ -1,5 +1,5 @@
 """The on-policy trainers (PPO, REINFORCE++, REINFORCE++-baseline, ReMax, DAPO, and the remedies Pass@k
-Training and Weighted-REINFORCE) end to end on the toy world: train.py exits 0, the policy's parameters change (and PPO's critic's), every checkpoint is
+Training, Weighted-REINFORCE and NSR) end to end on the toy world: train.py exits 0, the policy's parameters change (and PPO's critic's), every checkpoint is
 probed through the callback, and the training metrics reach W&B. Plus PPO's critic surviving a
 resume, and the build-time refusals of combinations the trainer cannot honour."""
 
@@ -15,7 +15,8 @@ from safetensors.torch import load_file
 from boundlab.toyworld2.paths import base_model_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-ALGOS = ["ppo", "reinforce_pp", "reinforce_pp_baseline", "remax", "dapo", "passk_grpo", "weighted_reinforce"]
+ALGOS = ["ppo", "reinforce_pp", "reinforce_pp_baseline", "remax", "dapo", "passk_grpo", "weighted_reinforce",
+         "nsr"]
 
 torch.set_num_threads(1)
 

@@ -305,3 +305,47 @@ def test_weighted_reinforce_gives_lambda_and_minus_one():
     close(O.weighted_reinforce_advantages(c, 0.0), t([0.0, -1.0, 0.0, -1.0]))  # pure NSR
     with pytest.raises(ValueError, match=">= 0"):
         O.weighted_reinforce_advantages(c, -0.1)
+
+
+def test_unlikeliness_ranks_count_from_the_least_likely():
+    lp = t([-0.5, -2.0, -1.0, -3.0], [-1.0, -1.0, -0.1, -9.0])
+    # Ties keep their order (stable): the first -1.0 ranks below the second.
+    assert O.unlikeliness_ranks(lp).tolist() == [[3, 1, 2, 0], [1, 2, 3, 0]]
+
+
+def test_unlikeliness_reward_by_hand():
+    # G = 4, beta = 0.5: r * (1 - 0.5 * rank / 4); the most likely correct sample (rank 3) keeps
+    # 1 - 0.375 = 0.625, rank 2 keeps 0.75, the least likely (rank 0) all of it; wrong stays 0.
+    r = t([1.0, 0.0, 1.0, 1.0])
+    lp = t([-0.5, -2.0, -1.0, -3.0])
+    close(O.unlikeliness_rewards(r, lp, 0.5), t([0.625, 0.0, 0.75, 1.0]))
+    # The paper's form, 1 - beta * (G - rank') / G with rank' = 1 for the most likely: same numbers.
+    rank_from_top = t([1, 3, 2, 4])
+    close(O.unlikeliness_rewards(r, lp, 0.5), r * (1 - 0.5 * (4 - rank_from_top) / 4))
+    close(O.unlikeliness_rewards(r, lp, 0.0), r)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        O.unlikeliness_rewards(r, lp, 1.5)
+
+
+def test_unlikeliness_reward_keeps_a_correct_sample_above_a_wrong_one_at_beta_1():
+    r = t([1.0, 1.0, 0.0])
+    out = O.unlikeliness_rewards(r, t([-0.1, -0.2, -5.0]), 1.0)
+    close(out, t([1 / 3, 2 / 3, 0.0]))
+    assert out[0, :2].min() > out[0, 2]
+
+
+def test_entropy_bonus_by_hand():
+    # Entropies [[ln 2, 0, x], [ln 4, ln 4, x]] with the third column padding: token mean over
+    # 4 valid tokens = (ln 2 + 2 ln 4) / 4 = 5 ln 2 / 4; seq mean = (ln 2 / 2 + ln 4) / 2 = 5 ln 2 / 4 too,
+    # so a third row tells them apart below.
+    import math
+
+    ent = t([math.log(2), 0.0, 7.0], [math.log(4), math.log(4), 7.0])
+    mask = t([1, 1, 0], [1, 1, 0])
+    close(O.entropy_bonus(ent, mask, 0.1, "token"), t(-0.1 * 5 * math.log(2) / 4))
+    ent3 = t([math.log(2), 0.0, 0.0], [1.0, 1.0, 1.0])
+    mask3 = t([1, 0, 0], [1, 1, 1])
+    close(O.entropy_bonus(ent3, mask3, 0.5, "token"), t(-0.5 * (math.log(2) + 3) / 4))
+    close(O.entropy_bonus(ent3, mask3, 0.5, "seq"), t(-0.5 * (math.log(2) + 1) / 2))
+    # A micro-batch's share of a larger batch: divided by the batch's count.
+    close(O.entropy_bonus(ent3, mask3, 0.5, "token", denom=8), t(-0.5 * (math.log(2) + 3) / 8))

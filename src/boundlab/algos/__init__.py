@@ -32,6 +32,7 @@ def _builtins() -> tuple[Algorithm, ...]:
         onpolicy.DAPO,
         onpolicy.PASSK_GRPO,
         onpolicy.WEIGHTED_REINFORCE,
+        onpolicy.NSR,
         distill.SFT_DISTILL,
         distill.ONPOLICY_DISTILL,
     )

@@ -96,6 +96,9 @@ def check_distill(cfg: Any) -> None:
     if changed:
         raise ConfigError(f"algo={cfg.algo.name} has no KL penalty (the teacher is the target), so "
                           f"{' '.join(changed)} would be ignored: drop the kl.* override(s)")
+    if cfg.algo.entropy_coef or cfg.algo.shaping.unlikeliness:
+        raise ConfigError(f"algo={cfg.algo.name} has no entropy bonus or reward shaping (it imitates a "
+                          f"teacher): drop algo.entropy_coef / algo.shaping.unlikeliness")
 
 
 def build_sft_distill(x: BuildInputs):

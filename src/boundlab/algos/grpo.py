@@ -7,12 +7,15 @@ Departures from TRL's defaults, and why:
   `dapo`/`dr_grpo` stay one override away.
 - `kl.coef=0` by default, as in DAPO and Dr. GRPO; with 0 TRL loads no reference model.
 - `learning_rate=2e-4`: TRL's 1e-6 barely moves a 1M-parameter model trained from scratch.
+Remedies (issue 14): `algo.entropy_coef` is GRPOConfig's entropy bonus (RLOOConfig has none, so
+rloo refuses it); `algo.shaping.unlikeliness` appends the unlikeliness reward (`shaping.py`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from boundlab.algos.shaping import with_unlikeliness
 from boundlab.algos.spec import Algorithm, BuildInputs, training_args_common
 from boundlab.config import ConfigError
 
@@ -41,6 +44,9 @@ def check_grpo(cfg: Any) -> None:
 def check_rloo(cfg: Any) -> None:
     a, kl = cfg.algo, cfg.kl
     _check_batch(a)
+    if a.entropy_coef > 0:
+        raise ConfigError(f"algo=rloo: TRL's RLOOConfig has no entropy bonus, so algo.entropy_coef="
+                          f"{a.entropy_coef} would be ignored; use algo=grpo or dr_grpo (GRPOConfig.entropy_coef)")
     if a.rollouts < 2:
         raise ConfigError("algo=rloo needs algo.rollouts >= 2 (the baseline leaves one sample out)")
     if kl.coef > 0 and (kl.where not in ("auto", "reward") or kl.estimator not in ("auto", "k1")):
@@ -68,10 +74,16 @@ def _grpo_family(x: BuildInputs, loss_type: str, scale_rewards: str):
     from trl import GRPOConfig, GRPOTrainer
 
     check_grpo(x.cfg)
+    # TRL's own entropy bonus: loss - entropy_coef * mean token entropy (the static form; its
+    # adaptive form, use_adaptive_entropy, is not exposed).
     args = GRPOConfig(**training_args_common(x.cfg, x.output_dir, x.report_to), **_rl_args(x.cfg),
-                      loss_type=loss_type, scale_rewards=scale_rewards)
-    return GRPOTrainer(model=x.model, reward_funcs=x.reward_funcs, args=args, train_dataset=x.dataset,
-                       processing_class=x.tokenizer, callbacks=x.callbacks, peft_config=x.peft_config)
+                      loss_type=loss_type, scale_rewards=scale_rewards, entropy_coef=x.cfg.algo.entropy_coef)
+    funcs, shaper = with_unlikeliness(x.cfg, x.reward_funcs)
+    trainer = GRPOTrainer(model=x.model, reward_funcs=funcs, args=args, train_dataset=x.dataset,
+                          processing_class=x.tokenizer, callbacks=x.callbacks, peft_config=x.peft_config)
+    if shaper is not None:
+        shaper.bind(trainer)
+    return trainer
 
 
 def build_grpo(x: BuildInputs):
@@ -92,8 +104,12 @@ def build_rloo(x: BuildInputs):
 
     check_rloo(x.cfg)
     args = RLOOConfig(**training_args_common(x.cfg, x.output_dir, x.report_to), **_rl_args(x.cfg))
-    return RLOOTrainer(model=x.model, reward_funcs=x.reward_funcs, args=args, train_dataset=x.dataset,
-                       processing_class=x.tokenizer, callbacks=x.callbacks, peft_config=x.peft_config)
+    funcs, shaper = with_unlikeliness(x.cfg, x.reward_funcs)
+    trainer = RLOOTrainer(model=x.model, reward_funcs=funcs, args=args, train_dataset=x.dataset,
+                          processing_class=x.tokenizer, callbacks=x.callbacks, peft_config=x.peft_config)
+    if shaper is not None:
+        shaper.bind(trainer)
+    return trainer
 
 
 GRPO = Algorithm("grpo", "grpo", build_grpo, (check_grpo,))

@@ -269,6 +269,27 @@ def weighted_reinforce_advantages(correct: Tensor, positive_weight: float) -> Te
                        torch.full(correct.shape, -1.0))
 
 
+def unlikeliness_ranks(seq_logp: Tensor) -> Tensor:
+    """For groups [G, k] of sequence log-probs: each sample's rank in its group, 0 for the least
+    likely and k - 1 for the most likely (ties broken by position: a stable sort)."""
+    order = torch.sort(seq_logp, dim=-1, stable=True).indices
+    return torch.argsort(order, dim=-1, stable=True)
+
+
+def unlikeliness_rewards(rewards: Tensor, seq_logp: Tensor, beta: float) -> Tensor:
+    """The unlikeliness reward (He et al. 2025, "Rewarding the Unlikely", arXiv 2506.02355) for
+    groups [G, k]: r_i * (1 - beta * rank_i / k), rank_i from `unlikeliness_ranks` over all k samples
+    of the group, so the least likely keeps its reward and the most likely correct one loses
+    beta * (k - 1) / k of it; a wrong sample's 0 stays 0. Written as the paper's
+    1 - beta * (k - rank_i) / k with rank_i in 1..k counted from the most likely, it is the same
+    number. Ranked as in the authors' release (verl `_compute_advantages`): by the *mean* token
+    log-prob under the rollout policy, over every sample of the group, not only the correct ones."""
+    if not 0 <= beta <= 1:
+        raise ValueError(f"the unlikeliness beta must be in [0, 1], not {beta}")
+    k = rewards.size(-1)
+    return rewards * (1 - beta * unlikeliness_ranks(seq_logp).to(rewards.dtype) / k)
+
+
 # ---- losses ----
 
 def ppo_policy_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, eps_low: float,
@@ -286,6 +307,13 @@ def ppo_policy_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Te
     per_token = torch.maximum(unclipped, clipped)
     clip_frac = masked_mean((clipped > unclipped).float(), mask)
     return loss_aggregate(per_token, mask, agg, denom), clip_frac
+
+
+def entropy_bonus(entropy: Tensor, mask: Tensor, coef: float, agg: str = "token",
+                  denom: float | Tensor | None = None) -> Tensor:
+    """The entropy term added to the loss: -coef * the aggregated token entropy (a bonus: minimising
+    the loss raises entropy), aggregated like the policy loss it joins (`loss_aggregate`)."""
+    return -coef * loss_aggregate(entropy, mask, agg, denom)
 
 
 def clipped_value_loss(values: Tensor, old_values: Tensor, returns: Tensor, mask: Tensor, clip: float,

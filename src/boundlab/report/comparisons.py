@@ -65,6 +65,9 @@ class RunProgress:
     checkpoints: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
     # (seed, probe key, analysis.checkpoint_row(...)) of the base-vs-base null, when it has one.
     null: tuple[Any, str, dict[str, Any]] | None = None
+    # Each of those probes' summary on the report's problems, by probe key (the remedies section's
+    # per-tier comparisons read their per-problem curves).
+    summaries: dict[str, A.Summary] = field(default_factory=dict)
 
 
 @dataclass
@@ -181,6 +184,7 @@ def progression(cfg: Any, store: Store, inputs: Inputs, ids: list[str], base: Pr
                 s = (A.summarize(n, c, cfg.bootstrap_iters, cfg.ci, cfg.seed) if mats is None else
                      A.summarize_matrix(mats[0], n, c, cfg.bootstrap_iters, cfg.ci, cfg.seed))
             row = A.checkpoint_row(base.summary, s, base.c, c, ids, cfg.bootstrap_iters)
+            rp.summaries[key] = s
             if step is None:
                 rp.null = (run.null[1], key, row)
             else:

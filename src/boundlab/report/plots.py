@@ -152,3 +152,29 @@ def plot_breakdown(tags: Sequence[str], panels: Mapping[str, Mapping[str, Sequen
     axes[-1].legend(loc="best", frameon=False, fontsize=8)
     fig.suptitle(title)
     return _save(fig, path)
+
+
+def plot_tradeoff(points: Sequence[tuple[str, float, float, bool]], base: tuple[float, float],
+                  path: str | os.PathLike, title: str, xlabel: str = "pass@1",
+                  ylabel: str = "pass@n") -> Path:
+    """One point per (group, x, y, marked): colour by group, a ring around marked points, the base
+    as a black star with dashed guides (up and right of both guides: better on both axes)."""
+    fig, ax = _new_figure(6.0, 4.6)
+    groups = list(dict.fromkeys(g for g, *_ in points))
+    for i, g in enumerate(groups):
+        xs = [x for gg, x, _, _ in points if gg == g]
+        ys = [y for gg, _, y, _ in points if gg == g]
+        ax.scatter(xs, ys, s=28, color=PALETTE[i % len(PALETTE)], marker=MARKERS[i % len(MARKERS)],
+                   label=g, zorder=3)
+    marked = [(x, y) for _, x, y, m in points if m]
+    if marked:
+        ax.scatter(*zip(*marked), s=120, facecolors="none", edgecolors="black", linewidths=1.0,
+                   label="raises pass@1, no tier loses pass@n", zorder=4)
+    ax.scatter([base[0]], [base[1]], s=140, marker="*", color=BASE_COLOR, label="base", zorder=5)
+    ax.axvline(base[0], color=BASE_COLOR, linestyle="--", linewidth=0.7)
+    ax.axhline(base[1], color=BASE_COLOR, linestyle="--", linewidth=0.7)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(loc="best", frameon=False, fontsize=7)
+    return _save(fig, path)

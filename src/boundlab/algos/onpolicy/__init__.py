@@ -1,6 +1,7 @@
-"""On-policy RL that TRL 1.16 lacks: PPO, REINFORCE++, REINFORCE++-baseline, ReMax and DAPO.
+"""On-policy RL that TRL 1.16 lacks: PPO, REINFORCE++, REINFORCE++-baseline, ReMax and DAPO, and the
+remedies of issue 14: Pass@k Training (passk_grpo), Weighted-REINFORCE and NSR.
 
-One `transformers.Trainer` subclass, `OnPolicyTrainer` (trainer.py), serves all five; their knobs
+One `transformers.Trainer` subclass, `OnPolicyTrainer` (trainer.py), serves them all; their knobs
 are the `algo.onpolicy` block (boundlab.config.OnPolicyConfig). The algorithms differ only in
 how advantages are estimated, so an advantage-estimator registry (`ADV_ESTIMATORS`, in the spirit of
 verl's `register_adv_est`) picks the algorithm; `RECIPES` says what else each one needs (a critic, a
@@ -46,6 +47,9 @@ Departures from the papers, and why:
 - ReMax's greedy rollout is scored with the same overlong shaping as the samples it baselines.
 - A run resumed from a checkpoint starts a fresh round: rollouts buffered before the kill are not
   in checkpoints.
+- `algo.entropy_coef` subtracts coef * the token entropy, aggregated like the policy loss
+  (`loss_type`), where TRL's GRPO always takes the token mean; `algo.shaping.unlikeliness` ranks
+  by the rollout policy's mean token log-prob, as the authors' release does.
 """
 
 from __future__ import annotations
@@ -66,7 +70,7 @@ from boundlab.config import ConfigError
 __all__ = ["ADV_ESTIMATORS", "CRITIC_DIR", "RECIPES", "OnPolicySettings", "OnPolicyTrainer",
            "PolicyWithCritic", "Recipe", "Rollouts", "RoundSampler", "build_critic", "build_onpolicy",
            "load_critic", "load_reference", "settings_from_cfg", "PPO", "REINFORCE_PP",
-           "REINFORCE_PP_BASELINE", "REMAX", "DAPO"]
+           "REINFORCE_PP_BASELINE", "REMAX", "DAPO", "PASSK_GRPO", "WEIGHTED_REINFORCE", "NSR"]
 
 
 def load_reference(cfg: Any) -> nn.Module:
@@ -119,3 +123,4 @@ REMAX = _algorithm("remax")
 DAPO = _algorithm("dapo")
 PASSK_GRPO = _algorithm("passk_grpo")
 WEIGHTED_REINFORCE = _algorithm("weighted_reinforce")
+NSR = _algorithm("nsr")

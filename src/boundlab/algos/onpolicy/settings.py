@@ -34,7 +34,14 @@ RECIPES: dict[str, Recipe] = {
     # Remedies (issue 14): one advantage per sequence, so KL goes in the loss.
     "passk_grpo": Recipe("passk", needs_groups=True, kl_where="loss"),
     "weighted_reinforce": Recipe("weighted_reinforce", kl_where="loss"),
+    # Weighted-REINFORCE at positive_weight 0: pure negative-sample reinforcement, named so its runs
+    # are told apart from weighted_reinforce's in reports.
+    "nsr": Recipe("weighted_reinforce", kl_where="loss"),
 }
+# Estimators that read the score's value (not a 0/1 verdict) group by group: the ones the
+# unlikeliness reward can shape (passk and weighted_reinforce threshold scores at 0.5, so a shaped
+# correct sample could be read as wrong).
+_SHAPEABLE = ("group", "reinforce_pp_baseline")
 # Estimators with one advantage per sequence: a per-token KL reward has no place in them.
 _SEQUENCE_LEVEL = ("group", "passk", "weighted_reinforce")
 
@@ -68,6 +75,8 @@ class OnPolicySettings:
     overlong_penalty: float
     passk_k: int = 1
     positive_weight: float = 0.1
+    entropy_coef: float = 0.0
+    unlikeliness: float = 0.0
 
 
 # TRL's loss_type names, mapped to the two aggregations this trainer implements.
@@ -119,6 +128,15 @@ def settings_from_cfg(name: str, cfg: Any) -> OnPolicySettings:
     if recipe.estimator == "weighted_reinforce" and o.positive_weight < 0:
         bad(f"algo.onpolicy.positive_weight must be >= 0 (0 is pure negative-sample reinforcement), not "
             f"{o.positive_weight}")
+    if name == "nsr" and o.positive_weight != 0:
+        bad(f"is weighted_reinforce with algo.onpolicy.positive_weight=0 (got {o.positive_weight}); for "
+            f"another weight use algo=weighted_reinforce")
+    beta = float(a.shaping.unlikeliness)
+    if beta and recipe.estimator not in _SHAPEABLE:
+        bad(f"algo.shaping.unlikeliness={beta} needs a group algorithm that reads reward values (dapo, "
+            f"reinforce_pp_baseline here; grpo, dr_grpo, rloo on TRL): this one "
+            + ("reads 0/1 verdicts (a score above 0.5), which a shaped reward could flip"
+               if recipe.estimator in ("passk", "weighted_reinforce") else "has no groups to rank in"))
     eps_high = o.epsilon if o.epsilon_high is None else o.epsilon_high
     if o.epsilon <= 0 or eps_high <= 0:
         bad("algo.onpolicy.epsilon and algo.onpolicy.epsilon_high must be > 0")
@@ -157,4 +175,5 @@ def settings_from_cfg(name: str, cfg: Any) -> OnPolicySettings:
         max_refill_rounds=int(o.max_refill_rounds),
         overlong_buffer=o.overlong_buffer, overlong_penalty=o.overlong_penalty,
         passk_k=int(o.passk_k), positive_weight=float(o.positive_weight),
+        entropy_coef=float(a.entropy_coef), unlikeliness=beta,
     )

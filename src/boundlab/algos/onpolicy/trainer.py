@@ -151,7 +151,7 @@ class OnPolicyTrainer(Trainer):
 
         batch = batch.to(self.accelerator.device)
         mask = batch.completion_mask
-        need_old = s.num_iterations > 1 or s.kl_where == "reward" or s.critic
+        need_old = s.num_iterations > 1 or s.kl_where == "reward" or s.critic or s.unlikeliness > 0
         ga = self.args.gradient_accumulation_steps
         # Same slicing as training, so every process runs the same number of forward passes.
         slices = [i if len(i) else torch.zeros(1, dtype=torch.long)
@@ -165,6 +165,8 @@ class OnPolicyTrainer(Trainer):
         if self.ref_model is not None:
             batch.ref_logp = torch.cat([self._forward(self.ref_model, batch.rows(i), ref=True)[0]
                                         for i in slices])[:len(batch)]
+        if s.unlikeliness > 0:
+            self._shape_unlikeliness(batch)
         kl_reward = None
         if s.kl_where == "reward":
             kl_reward = O.kl_per_token(batch.old_logp, batch.ref_logp, s.kl_estimator) * mask
@@ -180,6 +182,17 @@ class OnPolicyTrainer(Trainer):
         counts = self._sum_all(torch.stack([mask.sum(), torch.tensor(float(len(batch)), device=mask.device)]))
         self._denom = {"token": counts[0] / world, "seq": counts[1] / world}
         return batch
+
+    def _shape_unlikeliness(self, batch: Rollouts) -> None:
+        """The unlikeliness reward on the verifier's part of each score (overlong shaping is kept as
+        is), ranked by the mean token log-prob under the rollout policy (`old_logp`)."""
+        k = self.s.rollouts
+        seq_logp = O.masked_mean(batch.old_logp, batch.completion_mask, dim=1).cpu()
+        rewards = batch.rewards.cpu().to(seq_logp.dtype)
+        shaped = O.unlikeliness_rewards(rewards.view(-1, k), seq_logp.view(-1, k), self.s.unlikeliness).view(-1)
+        change = shaped - rewards
+        batch.scores = batch.scores + change.to(device=batch.scores.device, dtype=batch.scores.dtype)
+        self._metrics["unlikeliness/reward_change"].append(float(change.mean()))
 
     def _forward(self, model: nn.Module, b: Rollouts, ref: bool = False
                  ) -> tuple[Tensor, Optional[Tensor], Tensor]:
@@ -360,8 +373,14 @@ class OnPolicyTrainer(Trainer):
         loss, clip_frac = O.ppo_policy_loss(logp, old_logp, b.advantages, mask, s.epsilon_low, s.epsilon_high,
                                             s.loss_agg, denom)
         self._metrics["clip_ratio"].append(float(clip_frac))
-        with torch.no_grad():
-            self._metrics["entropy"].append(float(O.masked_mean(O.entropy_from_logits(logits), mask)))
+        if s.entropy_coef > 0:
+            entropy = O.entropy_from_logits(logits)
+            loss = loss + O.entropy_bonus(entropy, mask, s.entropy_coef, s.loss_agg, denom)
+            entropy = entropy.detach()
+        else:
+            with torch.no_grad():
+                entropy = O.entropy_from_logits(logits)
+        self._metrics["entropy"].append(float(O.masked_mean(entropy, mask)))
         if s.kl_where == "loss":
             kl = O.kl_per_token(logp, b.ref_logp, s.kl_estimator)
             loss = loss + s.kl_coef * O.loss_aggregate(kl, mask, s.loss_agg, denom)

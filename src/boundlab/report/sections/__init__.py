@@ -14,7 +14,7 @@ from typing import Callable
 from boundlab.report.comparisons import Report
 from boundlab.report.document import Doc
 from boundlab.report.sections import (algorithms, breakdown, cases, coverage, dse, passk,
-                                      perplexity, progression)
+                                      perplexity, progression, remedies)
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ SECTIONS: list[Section] = [
     Section("Algorithm comparison", algorithms.render),
     Section("Case studies", cases.render),
     Section("Breakdown by problem tag", breakdown.render),
+    Section("Remedies: pass@1 against the boundary", remedies.render),
 ]
 
 
