@@ -139,6 +139,9 @@ class HFSamplerConfig:
     # generate otherwise; generate: always transformers generate. The two draw different samples
     # from the same distribution; the probe key records the compact one.
     engine: str = "auto"
+    # Record each sample's mean per-token entropy (after temperature and top-p) from the logits
+    # already computed; it changes no sample, so it is not part of the probe key.
+    entropy: bool = True
 
 
 @dataclass
