@@ -148,3 +148,98 @@ def test_a_store_from_before_the_column_reads_with_entropy_none(tmp_path, writab
         stats, _ = probe_entropy(st, "k", ["a"])
         assert (stats.samples, stats.recorded, stats.mean) == (2, 1, 1.0)
     st.close()
+
+
+# -- beside the boundary: rows, boundary.csv, groups, W&B keys, entropy.png ----------------------
+class EntropySampler:
+    """Scripted: the base's samples have entropy 1, 2, 3, 4 (by sample index), the checkpoint's 0.5
+    on problem a and 0.25 on problem b."""
+
+    def __init__(self, model_dir):
+        self.kind = model_dir.rsplit("/", 1)[-1]
+        self.rows_per_call = 64
+
+    def generate(self, requests, settings, seed):
+        from boundlab.sampling.base import Completion
+
+        out = []
+        for prompt, count in requests:
+            if self.kind == "base":
+                out.append([Completion("3", 1, "eos", float(i + 1)) for i in range(count)])
+            else:
+                out.append([Completion("3", 1, "eos", 0.5 if prompt.endswith("qa") else 0.25)] * count)
+        return out
+
+    def close(self):
+        pass
+
+
+class Recorder:
+    def __init__(self):
+        self.logged, self.images = [], []
+
+    def define_step_metric(self, *a):
+        pass
+
+    def log(self, m):
+        self.logged.append(m)
+
+    def log_line_plot(self, *a, **k):
+        pass
+
+    def log_image(self, key, *a, **k):
+        self.images.append(key)
+
+
+def test_rows_csv_groups_and_wandb_keys(tmp_path, capsys):
+    import csv
+
+    from boundlab.boundary.tracker import build_tracker
+    from boundlab.probe.spec import ProbeSpec
+    from boundlab.tasks.base import Problem, Task
+    from boundlab.verify import build_verifier
+
+    task = Task("t", [Problem("a", "qa", "3", {"tier": "x"}), Problem("b", "qb", "3", {"tier": "y"})],
+                verifier="exact", template="{question}", group_by="tier")
+    for d in ("base", "ckpt"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "config.json").write_text('{"which": "%s"}' % d)
+    store = Store(tmp_path / "s.sqlite")
+    verifier = build_verifier("exact")
+    logger = Recorder()
+    run = tmp_path / "run"
+    run.mkdir()
+    try:
+        tr = build_tracker(run, task, store, verifier, logger, lambda d: (EntropySampler(d), None),
+                           ProbeSpec(n=4, gen=GenSettings(max_new_tokens=8), seed=0,
+                                     bootstrap_iters=10), progress=False)
+        tr.probe_base(str(tmp_path / "base"))
+        tr.probe_checkpoint(5, str(tmp_path / "ckpt"))
+    finally:
+        verifier.close()
+        store.close()
+    with (run / "boundary.csv").open() as f:
+        rows = {r["kind"]: r for r in csv.DictReader(f)}
+    # Base: 1, 2, 3, 4 on each problem: mean 2.5; p10 = 1.0 and p90 = 4.0 (linear interpolation over
+    # 1,1,2,2,3,3,4,4: positions 0.7 and 6.3 fall between equal values).
+    vals = np.array([1, 2, 3, 4, 1, 2, 3, 4], dtype=float)
+    b = rows["base"]
+    assert float(b["entropy_mean"]) == pytest.approx(2.5)
+    assert float(b["entropy_p10"]) == pytest.approx(1.0) == np.quantile(vals, 0.1)
+    assert float(b["entropy_p90"]) == pytest.approx(4.0) == np.quantile(vals, 0.9)
+    assert b["entropy_samples"] == "8" and b["delta_entropy_mean"] == ""
+    c = rows["checkpoint"]
+    assert float(c["entropy_mean"]) == pytest.approx(0.375)
+    assert float(c["delta_entropy_mean"]) == pytest.approx(0.375 - 2.5)
+    with (run / "boundary_groups.csv").open() as f:
+        groups = {(r["kind"], r["group"]): r for r in csv.DictReader(f)}
+    assert float(groups[("checkpoint", "x")]["entropy_mean"]) == pytest.approx(0.5)
+    assert float(groups[("checkpoint", "y")]["delta_entropy_mean"]) == pytest.approx(0.25 - 2.5)
+    ck = [m for m in logger.logged if m.get("probe/step") == 5][0]
+    assert ck["probe/entropy/mean"] == pytest.approx(0.375)
+    assert ck["probe/entropy/delta_mean"] == pytest.approx(-2.125)
+    assert ck["probe/x/entropy/mean"] == pytest.approx(0.5)
+    assert (run / "entropy.png").stat().st_size > 1000
+    assert "probe/entropy/plot" in logger.images
+    out = capsys.readouterr().out
+    assert "entropy 0.3750 nats/token (d vs base -2.1250)" in out
