@@ -93,7 +93,7 @@ def test_toy2_base_against_itself_at_a_lower_temperature_finds_t_back(tmp_path):
     proc = run_probe(tmp_path, "probe.limit=24", "probe.n=8", "probe.temperature=0.7",
                      "probe.bootstrap_iters=200", f"match_entropy.of={base}",
                      "match_entropy.base_temperature=1.0", "match_entropy.problems=24",
-                     "match_entropy.n=16", "match_entropy.tol=0.03", "sampler.torch_threads=1",
+                     "match_entropy.n=8", "match_entropy.tol=0.03", "sampler.torch_threads=1",
                      f"hydra.run.dir={run_dir}")
     out = json.loads((run_dir / "entropy_match.json").read_text())
     s = out["search"]
@@ -111,7 +111,7 @@ def test_toy2_base_against_itself_at_a_lower_temperature_finds_t_back(tmp_path):
         assert stored[p["key"]] == p["temperature"]
         n_ent, n_all = db.execute("SELECT COUNT(entropy), COUNT(*) FROM samples WHERE key=?",
                                   (p["key"],)).fetchone()
-        assert n_ent == n_all == 24 * 16
+        assert n_ent == n_all == 24 * 8
     for who in ("base", "at_t0", "matched"):
         assert stored[out[who]["key"]] == out[who]["temperature"]
         assert out[who]["entropy"]["recorded"] == 24 * 8
@@ -145,3 +145,19 @@ def test_bad_input_is_one_line(tmp_path, override, says):
     err = [line for line in proc.stderr.splitlines()
            if line.strip() and not line.startswith("[boundlab] note:")]
     assert len(err) == 1 and err[0].startswith("error: ") and says in err[0], proc.stderr
+
+
+def test_a_probe_without_every_entropy_is_refused_not_averaged_over_a_part():
+    from types import SimpleNamespace
+
+    from boundlab.errors import UserError
+    from boundlab.probe.entropy import EntropyStats
+    from boundlab.probe.entropy_match import _entropy_of
+
+    full = SimpleNamespace(key="k1", entropy=EntropyStats(8, 8, 0.5, 0.1, 0.5, 0.9))
+    assert _entropy_of(full, "the base") == 0.5
+    part = SimpleNamespace(key="k2", entropy=EntropyStats(8, 5, 0.5, 0.1, 0.5, 0.9))
+    with pytest.raises(UserError, match="the base: 5 of 8 of the stored samples of probe k2"):
+        _entropy_of(part, "the base")
+    with pytest.raises(UserError, match="none of the stored samples"):
+        _entropy_of(SimpleNamespace(key="k3", entropy=None), "the base")

@@ -36,6 +36,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from boundlab.errors import UserError
 from boundlab.probe.compare import compare, headline_metric, view
 from boundlab.probe.estimator import powers_of_two
 from boundlab.probe.runner import ProbeResult
@@ -112,12 +113,16 @@ def spread(task: Task, count: int) -> Task:
 
 
 def _entropy_of(res: ProbeResult, who: str) -> float:
-    if res.entropy is None:
-        raise ValueError(f"{who}: no stored sample of probe {res.key} has an entropy (a probe stored "
-                         f"before the entropy view, or a sampler that does not record it, e.g. vLLM): "
-                         f"rerun with another probe.seed or store.path so it is sampled again with "
-                         f"sampler=hf")
-    return res.entropy.mean
+    """The probe's mean entropy; every sample must have one (a mean over the part recorded would
+    silently compare other samples than the pass@k's)."""
+    e = res.entropy
+    if e is None or e.recorded < e.samples:
+        got = "none" if e is None else f"{e.recorded} of {e.samples}"
+        raise UserError(f"{who}: {got} of the stored samples of probe {res.key} have an entropy "
+                        f"(samples stored before the entropy view, or by a sampler that does not record "
+                        f"it, e.g. vLLM): the temperature control needs all; rerun with another "
+                        f"store.path (or probe.seed) and sampler=hf so they are sampled again")
+    return e.mean
 
 
 def _summary(res: ProbeResult, temperature: float) -> dict[str, Any]:
