@@ -11,7 +11,10 @@ says so (`key_engine`).
 With `entropy=True` (sampler.hf.entropy, the default) each completion carries its mean per-token
 entropy: under `generate`, a logits processor placed before transformers' own temperature and top-p
 warpers applies the same two warpers to a copy of the scores and records the entropy of the result,
-returning the scores untouched (the draws do not change). A model whose generation config turns on
+returning the scores untouched (the draws do not change). That it sees the scores before those
+warpers is transformers' order (5.x: custom processors are merged in ahead of them); if that ever
+changed, tests/unit/test_entropy.py would fail (it recomputes every recorded mean from the model's
+forward with `engine=generate` at T = 0.7, top-p 0.9). A model whose generation config turns on
 another warper (min_p, typical_p, epsilon or eta cutoff, top_h) records None: the copy would not be
 the distribution sampled from. With stop strings, a row's entropy covers its n_tokens, as the token
 count does.
