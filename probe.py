@@ -1,7 +1,8 @@
 """pass@k of any model on any task: `python probe.py model=... task=... probe=...`.
 
-Also: `export=FILE.jsonl` (write prompts for another engine) and `samples=FILE.jsonl` (score
-completions made elsewhere, no model).
+Also: `export=FILE.jsonl` (write prompts for another engine), `samples=FILE.jsonl` (score
+completions made elsewhere, no model) and `match_entropy.of=BASE_DIR` (the temperature control:
+boundlab.probe.entropy_match).
 """
 
 import hydra

@@ -5,7 +5,8 @@ its FLOP floor: the samples/s this machine's matmul rates at the model's shapes 
 run, at a decoding step's rows and at a prefill's) would allow for those samples' tokens, each
 problem's prompt counted once (its n samples can share it), and the probe's fraction of it.
 
-Same model, same prompts, same sampling settings. Prints one JSON object.
+Same model, same prompts, same sampling settings. Prints one JSON object. `--entropy on off` runs
+each (c) with the per-sample entropy recording on and off (`*_noentropy`): its cost.
 
     python bench/bench_probe.py --model toy2 --n 64 --problems 120 --max-new-tokens 108 --engines auto generate
     python bench/bench_probe.py --model toy --n 16 --problems 64
@@ -133,7 +134,8 @@ def floor_seconds(model, problems: int, samples: int, prompt_tokens: float, new_
     return problems * prefill / prefill_rate + samples * decode / decode_rate
 
 
-def whole_probe(model, tok, resolved, task, n, batch, max_new_tokens, tmp: Path, engine: str = "auto"):
+def whole_probe(model, tok, resolved, task, n, batch, max_new_tokens, tmp: Path, engine: str = "auto",
+                entropy: bool = True):
     """(c): probe_model into a fresh store: sample, verify, store, curves with bootstrap CIs."""
     from boundlab.probe.runner import probe_model
     from boundlab.probe.store import Store
@@ -141,11 +143,11 @@ def whole_probe(model, tok, resolved, task, n, batch, max_new_tokens, tmp: Path,
     from boundlab.sampling.hf import HFSampler
     from boundlab.verify import build_verifier
 
-    store = Store(tmp / f"store-{n}-{engine}.sqlite")
+    store = Store(tmp / f"store-{n}-{engine}-{'ent' if entropy else 'noent'}.sqlite")
     verifier = build_verifier(task.verifier)
     if hasattr(verifier, "pool"):
         verifier.pool.start()  # worker start-up is a one-off per process, not per probe
-    sampler = HFSampler(model, tok, batch_size=batch, engine=engine)
+    sampler = HFSampler(model, tok, batch_size=batch, engine=engine, entropy=entropy)
     t = time.perf_counter()
     res = probe_model(task, sampler, verifier, store, "bench", n,
                       GenSettings(1.0, 1.0, max_new_tokens), seed=0, tokenizer=tok,
@@ -168,6 +170,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--engines", nargs="+", default=["auto"], choices=["auto", "generate"],
                     help="sampler.engine for (c), one whole probe each")
+    ap.add_argument("--entropy", nargs="+", default=["on"], choices=["on", "off"],
+                    help="sampler.hf.entropy for (c); with both, each engine's probe runs with the "
+                         "entropy recording on, then off (keys *_noentropy), same seed")
     ap.add_argument("--skip-bare-above", type=int, default=10**9,
                     help="skip (a) for n above this")
     ap.add_argument("--skip-naive-above", type=int, default=10**9,
@@ -208,10 +213,10 @@ def main() -> None:
                 b_s, b_rows, b_tok = naive_loop(model, tok, prompts, n, args.max_new_tokens)
                 run.update(b_naive_samples_per_s=round(b_rows / b_s, 1),
                            b_naive_tokens_per_s=round(b_tok / b_s, 1))
-            for engine in args.engines:
+            for engine, ent in [(e, x) for e in args.engines for x in args.entropy]:
                 c_s, c_rows, c_tok, p1, pn = whole_probe(model, tok, resolved, task, n, args.batch,
-                                                          args.max_new_tokens, tmp, engine)
-                tag = "c" if engine == "auto" else f"c_{engine}"
+                                                          args.max_new_tokens, tmp, engine, ent == "on")
+                tag = ("c" if engine == "auto" else f"c_{engine}") + ("" if ent == "on" else "_noentropy")
                 # The floor: these very samples at the machine's matmul rates and nothing else.
                 floor = c_rows / floor_seconds(model, len(prompts), c_rows, prompt_tokens, c_tok / c_rows,
                                                prefill_rate, rate)

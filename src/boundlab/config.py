@@ -139,6 +139,9 @@ class HFSamplerConfig:
     # generate otherwise; generate: always transformers generate. The two draw different samples
     # from the same distribution; the probe key records the compact one.
     engine: str = "auto"
+    # Record each sample's mean per-token entropy (after temperature and top-p) from the logits
+    # already computed; it changes no sample, so it is not part of the probe key.
+    entropy: bool = True
 
 
 @dataclass
@@ -288,6 +291,27 @@ class ProbingMain:
 
 
 @dataclass
+class MatchEntropyConfig:
+    """`match_entropy`: the temperature control (boundlab.probe.entropy_match)."""
+    # The base model's folder (as model.path takes it): probe `model` at the temperature where its
+    # sampling entropy matches this model's, then fully, against it. null = an ordinary probe.
+    of: Optional[str] = None
+    # The base's sampling temperature (null = probe.temperature, which is also where the search
+    # starts for the probed model).
+    base_temperature: Optional[float] = None
+    # Problems in the search subsample, spread evenly over the task.
+    problems: int = 64
+    # Samples per problem at each temperature tried in the search.
+    n: int = 8
+    # The search range is [probe.temperature, t_max_factor x probe.temperature].
+    t_max_factor: float = 3.0
+    # Bisection steps at most (each one probe of the subsample).
+    steps: int = 6
+    # Stop once the entropy is within this fraction of the base's.
+    tol: float = 0.02
+
+
+@dataclass
 class ProbeMain(ProbingMain):
     # Write the task's prompts to this JSONL file and exit (for sampling with another engine).
     export: Optional[str] = None
@@ -300,6 +324,8 @@ class ProbeMain(ProbingMain):
     watch_poll_s: float = 10.0
     # Seconds after which the watcher gives up (null = never).
     watch_timeout_s: Optional[float] = None
+    # The temperature control: match a model's sampling entropy to a base's, then probe both.
+    match_entropy: MatchEntropyConfig = field(default_factory=MatchEntropyConfig)
 
 
 @dataclass

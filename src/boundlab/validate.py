@@ -139,6 +139,39 @@ def validate_sampler(s: Any, prefix: str = "sampler") -> None:
                           f"{prefix}.device=auto (or cpu)")
 
 
+def validate_match_entropy(m: Any, prefix: str = "match_entropy") -> None:
+    if m.of is None:
+        return
+    if not Path(str(m.of)).expanduser().is_dir():
+        _fail(f"{prefix}.of", m.of, "must be the base model's folder (as model.path takes it)")
+    _at_least(m, prefix, "problems", 1, " (problems in the search subsample)")
+    _at_least(m, prefix, "n", 1, " (samples per problem at each temperature tried)")
+    _at_least(m, prefix, "steps", 0)
+    if not m.t_max_factor > 1:
+        _fail(f"{prefix}.t_max_factor", m.t_max_factor, "must be > 1 (the search range is "
+              "[probe.temperature, t_max_factor x probe.temperature])")
+    if not 0 < m.tol < 1:
+        _fail(f"{prefix}.tol", m.tol, "must be in (0, 1) (a fraction of the base's entropy)")
+    if m.base_temperature is not None and not m.base_temperature > 0:
+        _fail(f"{prefix}.base_temperature", m.base_temperature, "must be > 0 (or null for "
+              "probe.temperature)")
+
+
+def _check_match_entropy(cfg: Any) -> None:
+    """match_entropy.of with what it cannot be combined with."""
+    m = cfg.get("match_entropy")
+    if m is None or m.of is None:
+        return
+    if cfg.probe.temperature <= 0:
+        _fail("probe.temperature", cfg.probe.temperature, "must be > 0 with match_entropy.of (greedy "
+              "decoding has no sampling entropy to match)")
+    for key in ("samples", "export", "watch"):
+        if cfg.get(key):
+            _fail(key, cfg.get(key), "cannot be combined with match_entropy.of (it probes two models)")
+    if cfg.probe.adaptive:
+        _fail("probe.adaptive", True, "cannot be combined with match_entropy.of (fixed n only)")
+
+
 def validate_logger(lg: Any, prefix: str = "logger") -> None:
     _one_of(lg, prefix, "name", ("wandb", "none"))
     _one_of(lg, prefix, "mode", (None, "online", "offline", "disabled"))
@@ -237,6 +270,7 @@ _AREAS = (
     ("probe", validate_probe), ("sampler", validate_sampler), ("logger", validate_logger),
     ("verify", validate_verify), ("train", validate_train_loop), ("algo", validate_algo),
     ("kl", validate_kl), ("backend", validate_backend), ("peft", validate_peft),
+    ("match_entropy", validate_match_entropy),
 )
 
 
@@ -245,6 +279,7 @@ def validate(cfg: Any) -> None:
     for key, check in _AREAS:
         if key in cfg and cfg[key] is not None:
             check(cfg[key], key)
+    _check_match_entropy(cfg)
     if "algo" in cfg and "train" in cfg:
         from boundlab.algos import check as check_algo
 

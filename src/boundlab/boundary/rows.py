@@ -16,6 +16,11 @@ Row layout (`metric` says which metric the unprefixed columns hold):
 - `crossing_k` (None: no crossing up to n), `crossing_k_ci_low/high` and `crossing_share` from
   `boundlab.probe.compare.crossing_with_ci`; an interval open beyond n has `crossing_k_ci_high` = inf
   (`Infinity` in probes.jsonl, `inf` in boundary.csv, left out of W&B).
+- `entropy_mean`, `entropy_p10`, `entropy_p50`, `entropy_p90`, `entropy_samples`: the entropy view
+  (`boundlab.probe.entropy`): the mean per-token entropy of each sample at the probe's temperature,
+  averaged over samples, its percentiles, and how many samples recorded one (also per group);
+  `delta_entropy_mean` against the base. Absent where no sample recorded an entropy (rows and stores
+  from before it).
 A row written before `metric` existed held answer-only values in `pass@1`...: `normalize` reads it
 as `metric=answer`.
 """
@@ -31,6 +36,7 @@ import numpy as np
 
 from boundlab.probe.compare import (ANSWER, STRICT, compare, compare_groups, group_stats, saturation,
                                     view)
+from boundlab.probe.entropy import group_entropy
 from boundlab.probe.runner import ProbeResult
 
 KINDS_ORDER = {"base": 0, "null": 1, "checkpoint": 2}
@@ -42,14 +48,16 @@ CSV_COLUMNS = [
     "delta_pass@n_ci_high", "lost", "gained", "solvable", "crossing_k", "crossing_k_ci_low",
     "crossing_k_ci_high", "crossing_share", "answer_pass@1", "answer_pass@n", "gap@1", "gap@n",
     "answer_delta_pass@1", "answer_delta_pass@n", "answer_lost", "answer_gained", "strict_pass@1",
-    "strict_pass@n", "seed", "boxed_share", "truncated_share", "probe_seconds"]
+    "strict_pass@n", "seed", "boxed_share", "truncated_share", "probe_seconds", "entropy_mean",
+    "entropy_p10", "entropy_p50", "entropy_p90", "entropy_samples", "delta_entropy_mean"]
 
 GROUP_COLUMNS = [
     "step", "kind", "metric", "group_by", "group", "n", "problems", "pass@1", "pass@1_ci_low",
     "pass@1_ci_high", "pass@n", "pass@n_ci_low", "pass@n_ci_high", "saturated", "rule_of_three",
     "delta_pass@1", "delta_pass@1_ci_low", "delta_pass@1_ci_high", "delta_pass@n",
     "delta_pass@n_ci_low", "delta_pass@n_ci_high", "lost", "gained", "solvable", "answer_pass@1",
-    "answer_pass@n"]
+    "answer_pass@n", "entropy_mean", "entropy_p10", "entropy_p50", "entropy_p90", "entropy_samples",
+    "delta_entropy_mean"]
 
 
 def _r(x: float) -> float:
@@ -82,10 +90,18 @@ def probe_row(step: int, kind: str, res: ProbeResult, seed: int, seconds: float,
     if res.answers is not None:
         row["boxed_share"] = res.answers.boxed_share
         row["truncated_share"] = res.answers.truncated_share
+    if res.entropy is not None:
+        row.update({k: _r(v) if isinstance(v, float) else v for k, v in res.entropy.fields().items()})
     if groups:
         row["group_by"] = group_by
         row["groups"] = {tag: group_stats(res, metric, np.asarray(idx), ci, iters)
                          for tag, idx in groups.items()}
+        if res.entropy_values is not None:
+            for tag, idx in groups.items():
+                g = group_entropy(res.entropy_values, idx)
+                if g is not None:
+                    row["groups"][tag].update({k: _r(v) if isinstance(v, float) else v
+                                               for k, v in g.fields().items()})
     return row
 
 
@@ -98,6 +114,13 @@ def add_comparison(row: dict[str, Any], base: ProbeResult, res: ProbeResult,
                              metric=row["metric"])
         for tag, d in per.items():
             row["groups"][tag].update(d)
+    if res.entropy is not None and base.entropy is not None:
+        row["delta_entropy_mean"] = _r(res.entropy.mean - base.entropy.mean)
+        if groups and base.entropy_values is not None and res.entropy_values is not None:
+            for tag, idx in groups.items():
+                b, g = group_entropy(base.entropy_values, idx), group_entropy(res.entropy_values, idx)
+                if b is not None and g is not None:
+                    row["groups"][tag]["delta_entropy_mean"] = _r(g.mean - b.mean)
     return row
 
 
@@ -172,6 +195,13 @@ def _cross(r: dict[str, Any]) -> str:
     return ("none" if k is None else f"{k:.1f}") + ci + share
 
 
+def _entropy(r: dict[str, Any]) -> str:
+    if r.get("entropy_mean") is None:
+        return ""
+    return (f"  entropy {r['entropy_mean']:.4f} [p10 {r['entropy_p10']:.3f}, p90 "
+            f"{r['entropy_p90']:.3f}]")
+
+
 def probe_line(r: dict[str, Any]) -> str:
     """One line per finished probe, printed as training goes."""
     who = {"base": "base", "null": f"null (base, seed {r.get('seed')})"}.get(r["kind"], f"step {r['step']}")
@@ -183,6 +213,10 @@ def probe_line(r: dict[str, Any]) -> str:
                  f"{_ci(r, 'delta_pass@n')}, lost {r['lost']}, gained {r['gained']}")
     if r.get("saturated"):
         line += f"; saturated (3/P = {r['rule_of_three']:.3f})"
+    if r.get("entropy_mean") is not None:
+        line += f"; entropy {r['entropy_mean']:.4f} nats/token"
+        if r.get("delta_entropy_mean") is not None:
+            line += f" (d vs base {r['delta_entropy_mean']:+.4f})"
     return line
 
 
@@ -212,7 +246,7 @@ def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
                 dn = f"{r['delta_pass@n']:+.4f} (base saturated)"
             line += (f"  {_ci(r, 'delta_pass@1'):>26}  {dn:>26}  {r['lost']:>4} {r['gained']:>6}  "
                      f"{_cross(r)}")
-        out.append(line + _sat(r))
+        out.append(line + _sat(r) + _entropy(r))
         if metric == STRICT:
             extra = f"answer-only pass@1 {r['answer_pass@1']:.4f}, pass@{n} {r['answer_pass@n']:.4f}"
             extra += f" (gap to strict {r['gap@1']:+.4f}, {r['gap@n']:+.4f})"

@@ -13,7 +13,8 @@ base is probed a second time with seed + offset (a `kind=null` row): its Δ, los
 base are the chance level of every checkpoint's. A saturated probe (every problem solved at k = n)
 is flagged with the rule-of-three bound instead of showing a [0, 0] interval as precision.
 A checkpoint whose pass@n fell below the base's beyond chance raises the boundary alarm
-(`boundlab.boundary.alarm`).
+(`boundlab.boundary.alarm`). Where the sampler records it, each probe's sampling entropy sits beside
+its boundary (`probe/entropy/...`, the `entropy_*` columns, entropy.png; `boundlab.probe.entropy`).
 `probes.jsonl` records each finished probe, so a resumed run neither re-probes nor loses one; it and
 `boundary.csv` are replaced atomically (`boundlab.rundir.io`), and a torn last line left by an older
 writer or a full disk is skipped and cut off at load.
@@ -39,8 +40,8 @@ from boundlab.probe.runner import ProbeResult, probe_model
 from boundlab.probe.rng import isolated_rng
 from boundlab.probe.spec import ProbeSpec
 from boundlab.probe.store import Store
-from boundlab.rundir import (BOUNDARY_CSV, BOUNDARY_GROUPS_CSV, BOUNDARY_PNG, PASSK_BY_STEP_PNG,
-                             PROBES_FILE)
+from boundlab.rundir import (BOUNDARY_CSV, BOUNDARY_GROUPS_CSV, BOUNDARY_PNG, ENTROPY_PNG,
+                             PASSK_BY_STEP_PNG, PROBES_FILE)
 from boundlab.rundir.io import append_jsonl, atomic_write_text, read_jsonl, write_jsonl
 from boundlab.tasks.base import Task
 from boundlab.tracking.names import PROBE, PROBE_STEP, TRAIN_STEP, metric_key
@@ -200,6 +201,9 @@ class BoundaryTracker:
         png = self.run_dir / BOUNDARY_PNG
         if png.exists():
             self.logger.log_image(metric_key(PROBE, "boundary"), png, extra={PROBE_STEP: step})
+        png = self.run_dir / ENTROPY_PNG
+        if png.exists():
+            self.logger.log_image(metric_key(PROBE, "entropy", "plot"), png, extra={PROBE_STEP: step})
 
     def relog_missing(self, logged_steps: set[int], null_logged: bool = True) -> list[int]:
         """Re-log finished probes that the W&B run does not hold (lost in a hard kill). The null
@@ -211,7 +215,7 @@ class BoundaryTracker:
         return [int(r["step"]) for r in missing]
 
     def _write_files(self) -> None:
-        from boundlab.tracking.plots import plot_boundary_panels, plot_passk
+        from boundlab.tracking.plots import plot_boundary_panels, plot_entropy, plot_passk
 
         atomic_write_text(self.run_dir / BOUNDARY_CSV, R.boundary_csv(self.rows))
         groups = R.groups_csv(self.rows)
@@ -232,6 +236,12 @@ class BoundaryTracker:
             curves[f"step {r['step']}"] = (list(range(1, r["n"] + 1)), r["curve"], None, None)
         plot_passk(curves, self.run_dir / PASSK_BY_STEP_PNG,
                    title=f"{base['metric']} pass@k: base and checkpoints")
+        if base.get("entropy_mean") is not None:
+            pts = [base] + [r for r in ck if r.get("entropy_mean") is not None]
+            plot_entropy([r["step"] for r in pts], [r["entropy_mean"] for r in pts],
+                         [r["entropy_p10"] for r in pts], [r["entropy_p90"] for r in pts],
+                         base["entropy_mean"], self.run_dir / ENTROPY_PNG,
+                         null_mean=None if null is None else null.get("entropy_mean"))
 
 
 def _null_row(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -288,6 +298,7 @@ def _probe_metrics(row: dict[str, Any]) -> dict[str, Any]:
     for share in ("boxed_share", "truncated_share"):
         if row.get(share) is not None:
             m[metric_key(PROBE, share)] = row[share]
+    m.update(_entropy_metrics(row, PROBE))
     metric = row.get("metric", "answer")
     for tag, g in _tagged(row):
         gk = len(g["curve"])
@@ -298,6 +309,18 @@ def _probe_metrics(row: dict[str, Any]) -> dict[str, Any]:
         if metric == "strict":
             m[metric_key(PROBE, tag, "answer", "pass@1")] = g["answer_pass@1"]
             m[metric_key(PROBE, tag, "answer", "pass@n")] = g["answer_pass@n"]
+        m.update(_entropy_metrics(g, metric_key(PROBE, tag)))
+    return m
+
+
+def _entropy_metrics(row: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """`<prefix>/entropy/mean|p10|p50|p90` (and `delta_mean` against the base) where recorded."""
+    m: dict[str, Any] = {}
+    for name in ("mean", "p10", "p50", "p90"):
+        if row.get(f"entropy_{name}") is not None:
+            m[metric_key(prefix, "entropy", name)] = row[f"entropy_{name}"]
+    if row.get("delta_entropy_mean") is not None:
+        m[metric_key(prefix, "entropy", "delta_mean")] = row["delta_entropy_mean"]
     return m
 
 
@@ -316,6 +339,8 @@ def _compared_metrics(row: dict[str, Any], prefix: str,
             m[metric_key(prefix, "answer", "delta", f"pass@{tag}")] = row[f"answer_delta_pass@{tag}"]
     m[metric_key(prefix, "lost")] = row["lost"]
     m[metric_key(prefix, "gained")] = row["gained"]
+    if row.get("delta_entropy_mean") is not None and prefix != PROBE:  # the null's, under its prefix
+        m[metric_key(prefix, "entropy", "delta_mean")] = row["delta_entropy_mean"]
     for k in ("answer_lost", "answer_gained"):
         if k in row:
             m[metric_key(prefix, "answer", k.split("_")[1])] = row[k]

@@ -3,7 +3,8 @@
 Where the verifier checks traces (`c_strict`), strict pass@k is the headline: the console leads with
 it and `probe/pass@k` holds it; answer-only pass@k sits beside it (`probe/answer/pass@k`, the
 `answer-only` column) with the gap. passk.csv stays answer-only and passk_strict.csv strict, as
-before. With `task.group_by`, the summary and W&B (`probe/<tag>/<metric>/pass@k`) break down by tag.
+before. With `task.group_by`, the summary and W&B (`probe/<tag>/<metric>/pass@k`) break down by tag. With `match_entropy.of=BASE_DIR` it runs the temperature control instead
+(`boundlab.probe.entropy_match`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from boundlab.probe.adaptive import AdaptivePlan
 from boundlab.probe.answer_stats import summary_lines
 from boundlab.probe.compare import ANSWER, STRICT, group_stats, headline_metric, saturation, view
 from boundlab.probe.curves import write_passk_csv, write_problems_csv
+from boundlab.probe.entropy import summary_line as entropy_line
 from boundlab.probe.estimator import powers_of_two
 from boundlab.probe.runner import (ProbeResult, export_prompts, probe_model, score_samples_file)
 from boundlab.probe.spec import gen_settings, load_task, set_threads  # noqa: F401 - used by report
@@ -58,6 +60,12 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
     if hasattr(verifier, "use_cache_dir"):  # EvalPlus's canonical outputs, next to the store
         verifier.use_cache_dir(Path(store.path).parent / "evalplus_expected")
     try:
+        if getattr(cfg, "match_entropy", None) is not None and cfg.match_entropy.of:
+            from boundlab.probe.entropy_match import run_match
+
+            set_threads(cfg.sampler.torch_threads)
+            return run_match(cfg, task, verifier, store,
+                             lambda: build_logger(cfg.logger, run_dir, to_dict(cfg)), run_dir)
         if cfg.samples:
             result, task = score_samples_file(task, cfg.samples, verifier, store,
                                               cfg.probe.bootstrap_iters, cfg.probe.ci,
@@ -176,9 +184,16 @@ def _groups(result: ProbeResult, task: Task | None, ci: float) -> dict[str, dict
         return {}
     import numpy as np
 
+    from boundlab.probe.entropy import group_entropy
+
     sub = task.with_problems([task.by_id(pid) for pid in result.problem_ids])
-    return {tag: group_stats(result, headline_metric(result), np.asarray(idx), ci, 1000)
-            for tag, idx in sub.groups().items()}
+    out = {}
+    for tag, idx in sub.groups().items():
+        out[tag] = group_stats(result, headline_metric(result), np.asarray(idx), ci, 1000)
+        ent = group_entropy(result.entropy_values, idx) if result.entropy_values else None
+        if ent is not None:
+            out[tag]["entropy_mean"] = ent.mean
+    return out
 
 
 def passk_metrics(result: ProbeResult, prefix: str = PROBE,
@@ -199,6 +214,9 @@ def passk_metrics(result: ProbeResult, prefix: str = PROBE,
     if result.answers is not None:
         m[metric_key(prefix, "boxed_share")] = result.answers.boxed_share
         m[metric_key(prefix, "truncated_share")] = result.answers.truncated_share
+    if result.entropy is not None:  # the entropy view (boundlab.probe.entropy)
+        for name, v in result.entropy.fields("").items():
+            m[metric_key(prefix, "entropy", name)] = v
     if result.curve_strict is not None:
         for k in powers_of_two(cur.kmax):
             m[metric_key(prefix, "strict", f"pass@{k}")] = result.curve_strict.at(k)
@@ -209,6 +227,8 @@ def passk_metrics(result: ProbeResult, prefix: str = PROBE,
         for k in powers_of_two(len(g["curve"])):
             m[metric_key(prefix, tag, metric, f"pass@{k}")] = g["curve"][k - 1]
         m[metric_key(prefix, tag, metric, "saturated")] = int(g["saturated"])
+        if g.get("entropy_mean") is not None:
+            m[metric_key(prefix, tag, "entropy", "mean")] = g["entropy_mean"]
     return m
 
 
@@ -284,6 +304,9 @@ def print_summary(result: ProbeResult, store_path: Path, max_new_tokens: int | N
             print(line)
     for line in summary_lines(result.answers, max_new_tokens):
         print(line)
+    ent_line = entropy_line(result.entropy)
+    if ent_line:
+        print(ent_line)
     if result.new_samples:
         rate = result.new_samples / max(result.seconds, 1e-9)
         verb = "scored" if result.model_name.startswith("samples:") else "sampled"

@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 from boundlab.probe import adaptive as A
 from boundlab.probe.answer_stats import AnswerStats, answer_stats
 from boundlab.probe.curves import Curve, compute_curve, curve_from_matrix
+from boundlab.probe.entropy import EntropyStats, probe_entropy
 from boundlab.probe.store import SampleRow, Store, probe_key
 from boundlab.probe.verdicts import before_sampling, probe_settings, with_timeout_note
 from boundlab.sampling.base import Completion, GenSettings, Sampler
@@ -49,6 +50,10 @@ class ProbeResult:
     answers: AnswerStats | None = None
     # Adaptive probes: each problem's state (stop reason, round), in problem order; None: fixed n.
     adaptive: list[A.ProblemState] | None = None
+    # The entropy view (boundlab.probe.entropy): the summary over the samples the counts use, and
+    # each problem's per-sample entropies (NaN: not recorded), in problem order; None: none recorded.
+    entropy: EntropyStats | None = None
+    entropy_values: list[np.ndarray] | None = None
 
     @property
     def kmax(self) -> int:
@@ -114,7 +119,8 @@ def _verify_and_store(verifier: Verifier, store: Store, key: str,
             if comp.finish != "eos":
                 info["finish"] = comp.finish
             rows.append(SampleRow(p.problem_id, start + j, comp.text, v.extracted, v.correct,
-                                  v.strict, v.outcome, comp.n_tokens, info or None))
+                                  v.strict, v.outcome, comp.n_tokens, info or None,
+                                  entropy=comp.entropy))
     return store.add_samples(key, rows, keep_text)
 
 
@@ -208,8 +214,10 @@ def result_from_store(store: Store, key: str, task: Task, n: int | None = None,
     curve = compute_curve(n_arr, c_arr, bootstrap_iters=bootstrap_iters, ci=ci)
     curve_strict = (compute_curve(n_arr, c_strict, bootstrap_iters=bootstrap_iters, ci=ci)
                     if c_strict is not None else None)
+    ent, ent_values = probe_entropy(store, key, ids, n)
     return ProbeResult(key, model_name, task.name, ids, n_arr, c_arr, c_strict, curve, curve_strict,
-                       new_samples, seconds, tuple(notes), answer_stats(store, key, ids, n))
+                       new_samples, seconds, tuple(notes), answer_stats(store, key, ids, n),
+                       entropy=ent, entropy_values=ent_values if ent is not None else None)
 
 
 def _adaptive_result(store: Store, key: str, task: Task, plan: A.AdaptivePlan,
@@ -236,9 +244,11 @@ def _adaptive_result(store: Store, key: str, task: Task, plan: A.AdaptivePlan,
                                       c_strict, bootstrap_iters, ci)
                     if c_strict is not None else None)
     notes = (A.describe(plan, st, plan.cap * len(ids)),)
+    ent, ent_values = probe_entropy(store, key, ids, int(n_arr.max()))
     return ProbeResult(key, model_name, task.name, ids, n_arr, c_arr, c_strict, curve, curve_strict,
                        new_samples, seconds, notes, answer_stats(store, key, ids, int(n_arr.max())),
-                       adaptive=st)
+                       adaptive=st, entropy=ent,
+                       entropy_values=ent_values if ent is not None else None)
 
 
 def probe_model(task: Task, sampler: Sampler, verifier: Verifier, store: Store, model_fp: str,

@@ -17,6 +17,10 @@
   stay for every sample, so no count or pass@k changes; a reader that needs a dropped text gets
   `TextDropped`, one line. Stores made before the column existed get it on open (ALTER TABLE ADD
   COLUMN: no row is rewritten).
+- `entropy`: each sample's mean per-token entropy (nats) of the distribution its tokens were drawn
+  from, after temperature and top-p (boundlab.sampling). NULL where it was not recorded (vLLM,
+  greedy, external samples, and every sample stored before the column existed, which old stores get
+  on open the same way). Kept in compact mode too: it is not text.
 """
 
 from __future__ import annotations
@@ -35,7 +39,10 @@ from boundlab.errors import DiskFull, StoreError, TextDropped
 # probe.keep_text=compact: wrong samples per problem (the first, by index) whose text is kept.
 KEEP_WRONG = 4
 KEEP_TEXT_MODES = ("all", "compact")
-_COLUMNS = "problem_id, idx, text, extracted, correct, strict, outcome, n_tokens, info, text_hash"
+_COLUMNS = ("problem_id, idx, text, extracted, correct, strict, outcome, n_tokens, info, text_hash, "
+            "entropy")
+# Columns added after the first stores were written: (name, SQL type). Old stores get them on open.
+_ADDED_COLUMNS = (("text_hash", "BLOB"), ("entropy", "REAL"))
 _INSERT_COLUMNS = "key, " + _COLUMNS
 
 _SCHEMA = """
@@ -61,6 +68,7 @@ CREATE TABLE IF NOT EXISTS samples (
     n_tokens INTEGER,
     info TEXT,
     text_hash BLOB,
+    entropy REAL,
     PRIMARY KEY (key, problem_id, idx)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS adaptive_state (
@@ -95,6 +103,8 @@ class SampleRow:
     info: dict[str, Any] | None = None
     # Set only where the text was dropped (probe.keep_text=compact); `text` is then None.
     text_hash: bytes | None = None
+    # Mean per-token entropy (nats) at the probe's temperature and top-p; None: not recorded.
+    entropy: float | None = None
 
     @property
     def text_dropped(self) -> bool:
@@ -156,8 +166,8 @@ def _sample_rows(cursor: Iterable[tuple]) -> list[SampleRow]:
     text (text_hash set) reads as None, never as the '' stored in its place."""
     return [SampleRow(pid, idx, None if th is not None else text, ext, bool(c),
                       None if st is None else bool(st), out, nt, json.loads(info) if info else None,
-                      None if th is None else bytes(th))
-            for pid, idx, text, ext, c, st, out, nt, info, th in cursor]
+                      None if th is None else bytes(th), None if ent is None else float(ent))
+            for pid, idx, text, ext, c, st, out, nt, info, th, ent in cursor]
 
 
 def dropped_error(dropped: int, what: str, key: str | None = None) -> TextDropped:
@@ -194,7 +204,7 @@ class Store:
                     self.db.execute("PRAGMA synchronous=NORMAL")
                     self.db.executescript(_SCHEMA)
                     if writable:
-                        self._add_text_hash_column()
+                        self._add_columns()
                     # SQLite opens a write-protected file read-only without a word, and the first
                     # insert would fail after the model is loaded: write once now (the same value).
                     if writable:
@@ -206,24 +216,36 @@ class Store:
                         raise
                     time.sleep(0.1 * (attempt + 1))
 
-    def _add_text_hash_column(self) -> None:
-        """Stores made before probe.keep_text existed lack `text_hash`: add it (NULL = text kept,
-        true of every old row). ADD COLUMN rewrites no row, so this is instant at any size."""
+    def _add_columns(self) -> None:
+        """Stores made before a column existed lack it: `text_hash` (NULL = text kept, true of
+        every old row), `entropy` (NULL = not recorded). ADD COLUMN rewrites no row, so this is
+        instant at any size."""
         cols = {r[1] for r in self.db.execute("PRAGMA table_info(samples)")}
-        if "text_hash" not in cols:
+        for name, sql_type in _ADDED_COLUMNS:
+            if name in cols:
+                continue
             try:
-                self.db.execute("ALTER TABLE samples ADD COLUMN text_hash BLOB")
+                self.db.execute(f"ALTER TABLE samples ADD COLUMN {name} {sql_type}")
             except sqlite3.OperationalError as e:
                 if "duplicate column" not in str(e):  # another process added it first
                     raise
 
     @property
     def _cols(self) -> str:
-        """`_COLUMNS` as this store can select them (a read-only old store has no text_hash)."""
-        if not hasattr(self, "_has_hash"):
-            self._has_hash = "text_hash" in {r[1] for r in self.db.execute(
-                "PRAGMA table_info(samples)")}
-        return _COLUMNS if self._has_hash else _COLUMNS.replace("text_hash", "NULL")
+        """`_COLUMNS` as this store can select them (a read-only old store may lack the added
+        columns: each reads as NULL)."""
+        if not hasattr(self, "_present"):
+            self._present = {r[1] for r in self.db.execute("PRAGMA table_info(samples)")}
+        cols = _COLUMNS
+        for name, _ in _ADDED_COLUMNS:
+            if name not in self._present:
+                cols = cols.replace(name, "NULL")
+        return cols
+
+    @property
+    def has_entropy(self) -> bool:
+        """Whether this store's samples table has the entropy column (a read-only old one may not)."""
+        return "entropy" in self._cols
 
     @contextmanager
     def _errors(self, doing: str) -> Iterator[None]:
@@ -299,12 +321,12 @@ class Store:
                     (key, r.problem_id, r.idx, "" if i in drop else r.text, r.extracted,
                      int(r.correct), None if r.strict is None else int(r.strict), r.outcome,
                      r.n_tokens, json.dumps(r.info) if r.info else None,
-                     text_hash(r.text) if i in drop else None)
+                     text_hash(r.text) if i in drop else None, r.entropy)
                     for i, r in enumerate(rows)
                 ]
                 before = self.db.total_changes
                 self.db.executemany(f"INSERT OR IGNORE INTO samples ({_INSERT_COLUMNS}) "
-                                    f"VALUES (?,?,?,?,?,?,?,?,?,?,?)", data)
+                                    f"VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", data)
                 inserted = self.db.total_changes - before
                 self.db.execute("COMMIT")
                 return inserted

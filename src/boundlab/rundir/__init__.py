@@ -5,6 +5,7 @@
     probes.jsonl                one line per finished probe (base, then each checkpoint)
     alarms.jsonl                one line per checkpoint whose boundary shrank (boundary.alarm)
     boundary.csv, boundary.png  the boundary over training; passk_by_step.png
+    entropy.png                 the sampling entropy over training (when the probes recorded it)
     run_info.json               W&B run id, so a resumed run logs into the same run
     training_done               written when training finished: the watcher stops, resume refuses
     train.lock, probe.lock      flock locks naming the trainer / the prober (rundir.lock)
@@ -28,6 +29,7 @@ BOUNDARY_CSV = "boundary.csv"
 BOUNDARY_GROUPS_CSV = "boundary_groups.csv"
 BOUNDARY_PNG = "boundary.png"
 PASSK_BY_STEP_PNG = "passk_by_step.png"
+ENTROPY_PNG = "entropy.png"
 RUN_INFO = "run_info.json"
 DONE_MARKER = "training_done"
 TRAIN_LOCK = "train.lock"

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True)
@@ -13,6 +16,10 @@ class Completion:
     n_tokens: int
     # Why generation ended: "eos", "stop" (a stop string) or "length" (max_new_tokens).
     finish: str = "eos"
+    # Mean per-token entropy (nats) of the distribution each of its n_tokens tokens was drawn
+    # from, after temperature and top-p (`token_entropy`); None where the sampler does not
+    # record it (greedy decoding, vLLM, external samples).
+    entropy: float | None = None
 
 
 @dataclass(frozen=True)
@@ -53,3 +60,14 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
     if first == -1:
         return text, False
     return text[:first], True
+
+
+def token_entropy(scores: "torch.Tensor") -> "torch.Tensor":
+    """Entropy (nats) of softmax(scores) per row, in float32: `scores` [B, V] are the logits the
+    token is drawn from (already divided by the temperature; -inf where top-p cut a token)."""
+    import torch
+
+    logp = torch.log_softmax(scores.float(), dim=-1)
+    # p log p -> 0 where p = 0 (a cut token's -inf log-probability would give nan).
+    plogp = torch.where(torch.isfinite(logp), logp.exp() * logp, torch.zeros((), dtype=logp.dtype))
+    return -plogp.sum(-1)

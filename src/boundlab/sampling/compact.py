@@ -11,6 +11,9 @@ distribution as `generate(do_sample=True, temperature, top_p, top_k=0)`; the ran
 `CompactDecoder.supports(model)` says whether a model is one it can run exactly (a float32
 LlamaForCausalLM on CPU: default RoPE, no biases, SiLU); anything else goes through `generate`. tests/unit/test_compact_sampler.py
 checks its logits against the model's own forward, with left padding.
+
+With `entropy=True` it also returns each row's mean per-token entropy of the distribution its tokens
+were drawn from (after temperature and top-p), from the logits it already has: no second forward.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+
+from boundlab.sampling.base import token_entropy
 
 
 class CompactDecoder:
@@ -145,9 +150,14 @@ class CompactDecoder:
 
     @torch.inference_mode()
     def sample(self, ids: torch.Tensor, attn: torch.Tensor, max_new_tokens: int, eos: set[int],
-               temperature: float, top_p: float, generator: torch.Generator) -> list[tuple[list[int], str]]:
-        """Left-padded `ids`/`attn` [B, P] -> per row (generated ids incl. EOS, "eos" | "length")."""
+               temperature: float, top_p: float, generator: torch.Generator,
+               entropy: bool = False) -> list[tuple]:
+        """Left-padded `ids`/`attn` [B, P] -> per row (generated ids incl. EOS, "eos" | "length"),
+        and with `entropy` a third item: the mean entropy (nats) of the distributions its tokens were
+        drawn from (None when greedy). Recording it draws nothing: the samples are the same."""
         b, p = ids.shape
+        record = entropy and temperature > 0
+        ent_sum = [0.0] * b
         total = p + max_new_tokens
         logits, cache, keybias, nextpos = self.prefill(ids, attn, total)
         rows = torch.arange(b)  # batch slot -> request row
@@ -156,11 +166,19 @@ class CompactDecoder:
         finish = ["length"] * b
         eos_t = torch.tensor(sorted(eos))
         for step in range(max_new_tokens):
-            tok = self._draw(logits, temperature, top_p, generator)
+            if record:
+                scores = self._warp(logits, temperature, top_p)
+                ent = token_entropy(scores).tolist()
+                tok = torch.multinomial(scores.softmax(-1), 1, generator=generator).squeeze(1)
+            else:
+                tok = self._draw(logits, temperature, top_p, generator)
             ended = torch.isin(tok, eos_t)
-            for r, t, alive, stop in zip(rows.tolist(), tok.tolist(), live.tolist(), ended.tolist()):
+            for i, (r, t, alive, stop) in enumerate(zip(rows.tolist(), tok.tolist(), live.tolist(),
+                                                        ended.tolist())):
                 if alive:
                     out[r].append(t)
+                    if record:
+                        ent_sum[r] += ent[i]
                     if stop:
                         finish[r] = "eos"
             live &= ~ended
@@ -181,12 +199,21 @@ class CompactDecoder:
                 live = live[keep]
             logits = self.forward(tok[:, None], nextpos[:, None], cache, end, keybias[:, :, :, : end + 1])
             nextpos = nextpos + 1
-        return list(zip(out, finish))
+        if not entropy:
+            return list(zip(out, finish))
+        means = [ent_sum[r] / len(out[r]) if record and out[r] else None for r in range(b)]
+        return list(zip(out, finish, means))
 
     @staticmethod
     def _draw(logits: torch.Tensor, temperature: float, top_p: float, generator: torch.Generator) -> torch.Tensor:
         if temperature <= 0:  # greedy, as generate(do_sample=False)
             return logits.argmax(-1)
+        scores = CompactDecoder._warp(logits, temperature, top_p)
+        return torch.multinomial(scores.softmax(-1), 1, generator=generator).squeeze(1)
+
+    @staticmethod
+    def _warp(logits: torch.Tensor, temperature: float, top_p: float) -> torch.Tensor:
+        """The logits a token is drawn from: divided by the temperature, -inf outside the top-p."""
         logits = logits / temperature
         if top_p < 1.0:
             # transformers' TopPLogitsWarper: drop the tokens whose cumulative probability, in
@@ -196,4 +223,4 @@ class CompactDecoder:
             remove = cum <= (1 - top_p)
             remove[..., -1] = False
             logits = logits.masked_fill(remove.scatter(1, idx, remove), float("-inf"))
-        return torch.multinomial(logits.softmax(-1), 1, generator=generator).squeeze(1)
+        return logits

@@ -7,6 +7,17 @@ overhead dominates, so this beats `generate(num_return_sequences=n)` per problem
 With `engine="auto"` a small float32 Llama on CPU (the toy worlds' models) is sampled by
 `boundlab.sampling.compact` instead of `generate`: same distribution, other draws, and the probe key
 says so (`key_engine`).
+
+With `entropy=True` (sampler.hf.entropy, the default) each completion carries its mean per-token
+entropy: under `generate`, a logits processor placed before transformers' own temperature and top-p
+warpers applies the same two warpers to a copy of the scores and records the entropy of the result,
+returning the scores untouched (the draws do not change). That it sees the scores before those
+warpers is transformers' order (5.x: custom processors are merged in ahead of them); if that ever
+changed, tests/unit/test_entropy.py would fail (it recomputes every recorded mean from the model's
+forward with `engine=generate` at T = 0.7, top-p 0.9). A model whose generation config turns on
+another warper (min_p, typical_p, epsilon or eta cutoff, top_h) records None: the copy would not be
+the distribution sampled from. With stop strings, a row's entropy covers its n_tokens, as the token
+count does.
 """
 
 from __future__ import annotations
@@ -15,13 +26,47 @@ from typing import Any, Sequence
 
 import torch
 
-from boundlab.sampling.base import Completion, GenSettings, Sampler, cut_at_stop
+from boundlab.sampling.base import Completion, GenSettings, Sampler, cut_at_stop, token_entropy
+
+# Generation-config warpers that would follow the recorder, which does not replicate them.
+_OTHER_WARPERS = (("min_p", lambda v: v is not None), ("typical_p", lambda v: v is not None and v < 1.0),
+                  ("epsilon_cutoff", lambda v: v is not None and 0.0 < v < 1.0),
+                  ("eta_cutoff", lambda v: v is not None and 0.0 < v < 1.0),
+                  ("top_h", lambda v: v is not None))
+
+
+class EntropyRecorder:
+    """A `generate` logits processor: per step, the entropy of each row's sampling distribution
+    (the scores after temperature and top-p, as transformers' own warpers compute them)."""
+
+    def __init__(self, temperature: float, top_p: float):
+        from transformers import TemperatureLogitsWarper, TopPLogitsWarper
+
+        self.warpers = [TemperatureLogitsWarper(temperature)] if temperature != 1.0 else []
+        if top_p < 1.0:
+            self.warpers.append(TopPLogitsWarper(top_p=top_p))
+        self.steps: list[torch.Tensor] = []
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        warped = scores
+        for w in self.warpers:  # both return a new tensor: `scores` itself is never changed
+            warped = w(input_ids, warped)
+        self.steps.append(token_entropy(warped))
+        return scores
+
+    def row_means(self, lengths: list[int]) -> list[float | None]:
+        """Each row's mean over its first `lengths[i]` steps."""
+        if not self.steps:
+            return [None] * len(lengths)
+        per = torch.stack(self.steps, dim=1).double().cpu()  # [B, steps]
+        return [float(per[i, :n].mean()) if n > 0 else None for i, n in enumerate(lengths)]
 
 
 class HFSampler(Sampler):
     name = "hf"
 
-    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 64, engine: str = "auto"):
+    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 64, engine: str = "auto",
+                 entropy: bool = True):
         from boundlab.sampling.compact import CompactDecoder
 
         self.model = model
@@ -34,6 +79,11 @@ class HFSampler(Sampler):
         self.eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos])
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(self.eos_ids))
         self.compact = CompactDecoder.for_model(model, engine)
+        self.entropy = bool(entropy)
+        gc = getattr(model, "generation_config", None)
+        # The recorder replicates temperature and top-p only (see the module docstring).
+        self._generate_entropy = self.entropy and not any(
+            ok(getattr(gc, name, None)) for name, ok in _OTHER_WARPERS)
 
     def key_engine(self, settings: GenSettings) -> str | None:
         """"compact" when these settings are sampled by the compact decoder (stop strings go
@@ -74,9 +124,15 @@ class HFSampler(Sampler):
             # probe samples a whole model on one rank, so that all_reduce would hang the others.
             synced_gpus=False,
         )
+        recorder = None
         if s.temperature > 0:
             # top_k=0 switches off transformers' default top-k of 50, which would bias pass@k.
             kwargs.update(do_sample=True, temperature=s.temperature, top_p=s.top_p, top_k=0)
+            if self._generate_entropy:
+                from transformers import LogitsProcessorList
+
+                recorder = EntropyRecorder(s.temperature, s.top_p)
+                kwargs["logits_processor"] = LogitsProcessorList([recorder])
         else:
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         if s.stop:
@@ -95,18 +151,21 @@ class HFSampler(Sampler):
             counts.append(end)
             finishes.append(finish)
         texts = self.tok.batch_decode(texts_ids, skip_special_tokens=True)
+        ents = recorder.row_means(counts) if recorder is not None else [None] * len(counts)
         result = []
-        for text, n_tok, fin in zip(texts, counts, finishes):
+        for text, n_tok, fin, ent in zip(texts, counts, finishes, ents):
             if s.stop:
                 text, hit = cut_at_stop(text, s.stop)
                 if hit:
                     fin = "stop"
-            result.append(Completion(text, n_tok, fin))
+            result.append(Completion(text, n_tok, fin, ent))
         return result
 
     def _compact_rows(self, enc: dict[str, torch.Tensor], s: GenSettings, seed: int) -> list[Completion]:
         gen = torch.Generator().manual_seed(seed)
         drawn = self.compact.sample(enc["input_ids"], enc["attention_mask"], s.max_new_tokens,
-                                    self.eos_ids, s.temperature, s.top_p, gen)
-        texts = self.tok.batch_decode([ids for ids, _ in drawn], skip_special_tokens=True)
-        return [Completion(text, len(ids), fin) for text, (ids, fin) in zip(texts, drawn)]
+                                    self.eos_ids, s.temperature, s.top_p, gen, entropy=self.entropy)
+        texts = self.tok.batch_decode([d[0] for d in drawn], skip_special_tokens=True)
+        # (ids, finish) rows, or (ids, finish, mean entropy) with entropy on.
+        return [Completion(text, len(d[0]), d[1], d[2] if len(d) > 2 else None)
+                for text, d in zip(texts, drawn)]

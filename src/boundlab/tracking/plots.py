@@ -206,3 +206,39 @@ def plot_boundary_panels(
         fig.legend(*handles, loc="outside lower center", frameon=False, ncols=3, fontsize=8)
         fig.suptitle(f"Reasoning boundary over training by {group_by}: {name}, n = {n}")
     return _save(fig, path)
+
+
+def plot_entropy(
+    steps: Sequence[float],
+    mean: Sequence[float],
+    p10: Sequence[float],
+    p90: Sequence[float],
+    base_mean: float | None,
+    path: str | os.PathLike,
+    null_mean: float | None = None,
+    title: str | None = None,
+    xlabel: str = "training step",
+) -> Path:
+    """The entropy view over training: each probe's mean per-token entropy per sample (averaged over
+    samples), the 10th to 90th percentile of the per-sample values as a band, the base (and the null,
+    the base with another seed) as lines. Drawn beside boundary.png: falling entropy with a flat or
+    falling pass@n is the sharpening the paper describes."""
+    fig, ax = _new_figure()
+    c = PALETTE[2]
+    steps = [float(s) for s in steps]
+    ax.fill_between(steps, _finite(p10), _finite(p90), color=c, alpha=0.18, linewidth=0,
+                    label="p10 to p90 of samples")
+    ax.plot(steps, _finite(mean), color=c, marker="o", markersize=4, linewidth=1.8, label="mean",
+            zorder=3)
+    if base_mean is not None:
+        ax.axhline(float(base_mean), color=BASE_COLOR, linestyle="--", linewidth=1.3, alpha=0.8,
+                   label="base mean")
+    if null_mean is not None:
+        ax.axhline(float(null_mean), color=BASE_COLOR, linestyle=":", linewidth=1.0, alpha=0.9,
+                   label="null (base, other seed) mean")
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("entropy per token (nats), mean per sample")
+    ax.set_title(title or "Sampling entropy over training (at the probe temperature)")
+    ax.legend(loc="best", frameon=False, fontsize=8)
+    return _save(fig, path)
