@@ -99,9 +99,11 @@ def site(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("dash")
     root = tmp / "runs"
     run = root / "run"
-    # The cheapest real run with probes and a store: debug=smoke (base + checkpoints 2 and 4).
+    # The cheapest real run with probes and a store: debug=smoke (base + checkpoints 2 and 4), with
+    # the base-vs-base null turned back on (one more 32-sample probe) for view 1's null band.
     p = subprocess.run([sys.executable, str(ROOT / "train.py"), "debug=smoke", "backend.torch_threads=1",
-                        "task.train_mix={H1:0.5,B3:0.5}", f"hydra.run.dir={run}"], cwd=tmp, env=_env(tmp),
+                        "task.train_mix={H1:0.5,B3:0.5}", "probe.null_seed_offset=1", f"hydra.run.dir={run}"],
+                       cwd=tmp, env=_env(tmp),
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     rows = [json.loads(x) for x in (run / "probes.jsonl").read_text().splitlines()]
@@ -132,7 +134,9 @@ def site(tmp_path_factory):
             time.sleep(0.2)
     d = browser()
     try:
-        yield {"url": url, "tmp": tmp, "run": run, "root": root, "rows": rows, "driver": d}
+        cks = [r for r in rows if r["kind"] == "checkpoint"]
+        assert [r["kind"] for r in rows[:2]] == ["base", "null"] and len(cks) == 2
+        yield {"url": url, "tmp": tmp, "run": run, "root": root, "rows": rows, "cks": cks, "driver": d}
     finally:
         d.quit()
         srv.terminate()
@@ -143,6 +147,8 @@ def test_every_view_renders_without_console_errors(site):
     d = site["driver"]
     load(d, site["url"])
     assert d.execute_script("return document.querySelectorAll('#plot-boundary .scatterlayer .trace').length") >= 3
+    names = d.execute_script("return document.getElementById('plot-boundary').data.map(t => t.name)")
+    assert {"base", "null band (base re-probed)", "base 95% band"} <= set(names), names
     assert d.execute_script("return document.querySelectorAll('#plot-steps .scatterlayer .trace').length") >= 2
     assert len(d.find_elements(By.CSS_SELECTOR, "#problem-map tbody tr")) == site["rows"][0]["problems"]
     assert d.execute_script("return document.querySelectorAll('#plot-groups .scatterlayer .trace').length") > 0
@@ -158,12 +164,12 @@ def test_step_control_changes_the_plot(site):
     load(d, site["url"])
     sel = "return document.getElementById('plot-boundary').data.find(t => t.name.endsWith('(selected)'))"
     first = d.execute_script(sel + ".name")
-    assert first == f"step {site['rows'][-1]['step']} (selected)"
+    assert first == f"step {site['cks'][-1]['step']} (selected)"
     d.execute_script("const s = document.getElementById('step-slider'); s.value = 0;"
                      "s.dispatchEvent(new Event('input'))")
     WebDriverWait(d, 10).until(lambda x: x.execute_script(sel + ".name") != first)
-    assert d.execute_script(sel + ".name") == f"step {site['rows'][1]['step']} (selected)"
-    assert d.find_element(By.ID, "plot-boundary").get_attribute("data-step") == str(site["rows"][1]["step"])
+    assert d.execute_script(sel + ".name") == f"step {site['cks'][0]['step']} (selected)"
+    assert d.find_element(By.ID, "plot-boundary").get_attribute("data-step") == str(site["cks"][0]["step"])
     assert errors(d) == []
 
 
@@ -214,7 +220,7 @@ def test_export_renders_offline(site):
 def test_live_a_new_probe_appears_within_10_s(site):
     d = site["driver"]
     load(d, site["url"])
-    row = dict(site["rows"][-1], step=site["rows"][-1]["step"] + 2)
+    row = dict(site["cks"][-1], step=site["cks"][-1]["step"] + 2)
     code = ("import json, sys; from boundlab.rundir.io import append_jsonl; "
             "append_jsonl(sys.argv[1], json.loads(sys.argv[2]))")
     t0 = time.monotonic()

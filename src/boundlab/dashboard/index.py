@@ -147,6 +147,8 @@ class Index:
         self._by_path: dict[Path, RunEntry] = {}
         self._stores: dict[Path, Store] = {}
         self._counts: dict[tuple[Path, str, int], dict[str, ProblemCounts]] = {}
+        # Derived values of finished probes (curve bands), keyed by what they depend on.
+        self.cache: dict[tuple, Any] = {}
         self._lock = threading.RLock()
         self._scanned = 0.0
         self.scan()

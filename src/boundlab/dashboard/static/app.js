@@ -265,13 +265,15 @@ async function drawSweeps() {
 async function loadRun(id) {
   state.run = id;
   state.overview = await getJSON("api/run/" + id + "/overview");
-  try { state.map = await getJSON("api/run/" + id + "/problems"); } catch (e) { state.map = null; }
   const cks = checkpoints();
   if (state.slider >= cks.length || state.followLast) state.slider = Math.max(cks.length - 1, 0);
+  // Views 1, 2 and 4 need only probes.jsonl (and two bands); the map reads every probe's counts
+  // from the store (seconds cold at 50 x 500 x 1024), so it comes last.
   await drawBoundary();
   await drawSteps();
-  drawMap();
   await drawGroups();
+  try { state.map = await getJSON("api/run/" + id + "/problems"); } catch (e) { state.map = null; }
+  drawMap();
   if (state.problem !== null) await drawSamples();
   document.getElementById("live-status").textContent = "probes: " + state.overview.probes.length +
     (STATIC ? " (static export)" : " (live; updated " + new Date().toLocaleTimeString() + ")");
