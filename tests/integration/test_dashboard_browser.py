@@ -21,6 +21,8 @@ import pytest
 
 CHROMIUM, DRIVER = shutil.which("chromium") or "/usr/bin/chromium", "/usr/bin/chromedriver"
 if not (Path(CHROMIUM).exists() and Path(DRIVER).exists()):
+    if os.environ.get("CI") == "true":  # CI installs both (install.sh test): absent there is a failure
+        raise RuntimeError("CI=true but chromium / chromedriver are missing: run scripts/install-system-deps.sh")
     pytest.skip("no chromium / chromedriver (apt-get install chromium chromium-driver, or "
                 "bash scripts/install-system-deps.sh)", allow_module_level=True)
 selenium = pytest.importorskip("selenium", reason="selenium is in the test extra: pip install -e '.[test]'")
