@@ -178,3 +178,16 @@ def test_export_is_one_file_with_escaped_payload(tmp_path):
     got = json.loads(payload)
     assert got["runs"]["0"]["overview"]["probes"][0]["kind"] == "base"
     assert "_script><script>window.__pwned=1<_script>" in got["runs_list"][0]["label"]
+
+
+def test_a_corrupt_probes_file_is_named_not_shown_as_empty_silently(world, capsys):
+    tmp, store, rows, index, client = world
+    f = tmp / "runs" / "run" / "probes.jsonl"
+    lines = f.read_text().splitlines()
+    f.write_text("\n".join([lines[0], "{not json", *lines[1:]]) + "\n")
+    ov = client.get("/api/run/0/overview").json()
+    assert len(ov["probes"]) == 4  # the last good rows stay on the page
+    err = capsys.readouterr().err
+    assert "probes.jsonl:2" in err and err.count("\n") == 1
+    client.get("/api/run/0/overview")
+    assert capsys.readouterr().err == ""  # said once per change, not on every poll

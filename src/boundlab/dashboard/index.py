@@ -11,6 +11,7 @@ ever joined into a path, so no id can reach a file outside the scanned run dirs;
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -118,8 +119,11 @@ class RunEntry:
         try:
             # repair=False: the trainer may be appending right now (see rundir.io).
             rows = read_jsonl(f, repair=False)
-        except RunDirError:
-            return False  # keep the last good rows; the next change is read again
+        except RunDirError as e:
+            # Keep the last good rows and say why once per change; the next change is read again.
+            print(f"[boundlab] dashboard: {e}", file=sys.stderr, flush=True)
+            self.stamp = stamp
+            return False
         self.rows = ordered([normalize(r) for r in rows if "kind" in r and "step" in r])
         self.stamp = stamp
         self._problems = None
