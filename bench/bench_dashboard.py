@@ -13,15 +13,79 @@ JSON encoding; not the browser's drawing).
 
     python bench/bench_dashboard.py --dir /tmp/dash_bench      # builds the store once, then reuses it
     python bench/bench_dashboard.py --quick                    # 5 checkpoints x 100 problems x n = 64
+    python bench/bench_dashboard.py --browser                  # also end to end in headless Chromium
+
+`--browser` starts `dashboard.py` on the run (a fresh process: its prewarm thread reads the map's
+counts in the background) and opens the page in headless Chromium (selenium, /usr/bin/chromedriver):
+`browser_views12_s` from navigation to view 1 and 2 drawn, `browser_all_s` to every view drawn (the
+map included), `browser_samples_s` from a click on a problem to its samples shown;
+`browser_api_ms`: each API request's [start, duration] in ms from navigation, as the browser saw it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import socket
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def browser_times(root: Path, store_path: Path) -> dict:
+    os.environ["SE_OFFLINE"] = "true"
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = subprocess.Popen([sys.executable, str(ROOT / "dashboard.py"), str(root / "runs"), "--port", str(port),
+                            "--store", str(store_path)], stdout=subprocess.DEVNULL)
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = "/usr/bin/chromium"
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1100"):
+        opts.add_argument(a)
+    d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    try:
+        import urllib.request
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/version", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        t = time.perf_counter()
+        d.get(f"http://127.0.0.1:{port}/")
+        WebDriverWait(d, 120, poll_frequency=0.05).until(lambda x: x.execute_script(
+            "return document.querySelectorAll('#plot-steps .scatterlayer .trace').length > 0"))
+        views12 = time.perf_counter() - t
+        WebDriverWait(d, 300, poll_frequency=0.05).until(
+            lambda x: x.execute_script("return document.body.dataset.ready === '1'"))
+        everything = time.perf_counter() - t
+        # Where the page's time went: each API request's duration as the browser saw it.
+        fetches = d.execute_script(
+            "return performance.getEntriesByType('resource').filter(e => e.name.includes('/api/'))"
+            ".map(e => [e.name.split('/api/')[1], Math.round(e.startTime), Math.round(e.duration)])")
+        t = time.perf_counter()
+        d.find_element(By.CSS_SELECTOR, '#problem-map tr[data-p="7"]').click()
+        WebDriverWait(d, 60, poll_frequency=0.05).until(
+            lambda x: len(x.find_elements(By.CSS_SELECTOR, "#samples .sample")) >= 20)
+        samples = time.perf_counter() - t
+    finally:
+        d.quit()
+        srv.terminate()
+        srv.wait(10)
+    return {"browser_views12_s": round(views12, 3), "browser_all_s": round(everything, 3),
+            "browser_samples_s": round(samples, 3),
+            "browser_api_ms": {name: [start, dur] for name, start, dur in fetches}}
 
 
 def main() -> None:
@@ -31,6 +95,7 @@ def main() -> None:
     ap.add_argument("--problems", type=int, default=500)
     ap.add_argument("--n", type=int, default=1024)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--browser", action="store_true")
     a = ap.parse_args()
     if a.quick:
         a.checkpoints, a.problems, a.n = 5, 100, 64
@@ -86,6 +151,7 @@ def main() -> None:
         d = client.get(f"/api/run/0/problem/{p * 37 % a.problems}?probe={last}&page={page}").json()
         pages.append(time.perf_counter() - t)
         assert len(d["sides"]) == 2 and len(d["sides"][0]["samples"]) == min(20, a.n)
+    extra = browser_times(root, store_path) if a.browser else {}
     print(json.dumps({
         "checkpoints": a.checkpoints, "problems": a.problems, "n": a.n,
         "samples": (a.checkpoints + 1) * a.problems * a.n,
@@ -94,7 +160,7 @@ def main() -> None:
         "samples_page_s": round(statistics.median(pages), 3), "samples_page_max_s": round(max(pages), 3),
         "problem_map_cold_s": round(map_cold, 3), "problem_map_warm_s": round(map_warm, 3),
         "problem_map_cells": len(m["problems"]) * len(m["columns"]),
-        "targets": {"overview_s": 2.0, "samples_page_s": 1.0},
+        **extra, "targets": {"overview_s": 2.0, "samples_page_s": 1.0},
     }, indent=2))
 
 

@@ -212,10 +212,12 @@ class Index:
                 self._stores[p] = Store(p, writable=False)
             return self._stores[p]
 
-    def counts(self, run: RunEntry, row: dict[str, Any]) -> dict[str, ProblemCounts] | None:
+    def counts(self, run: RunEntry, row: dict[str, Any],
+               store: Store | None = None) -> dict[str, ProblemCounts] | None:
         """{problem id: (n, c)} of a probe row, over its first `row["n"]` samples per problem (the
         store may hold more: n is not part of a probe's key); cached, a finished probe never
-        changes. None without a store or when the probe is not in it."""
+        changes. None without a store or when the probe is not in it. `store`: another connection
+        to the run's store (the prewarm thread's), so the query does not hold the index's lock."""
         st = self.store(run)
         key = row.get("probe_key")
         if st is None or not key:
@@ -223,12 +225,47 @@ class Index:
         n = int(row["n"])
         ck = (st.path, key, n)
         with self._lock:
-            if ck not in self._counts:
-                got = st.counts(key)
-                if any(pc.n > n for pc in got):
-                    got = st.counts(key, n_max=n)
-                self._counts[ck] = {pc.problem_id: pc for pc in got}
+            if ck in self._counts:
+                return self._counts[ck] or None
+        if store is None:
+            with self._lock:
+                got = self._query_counts(st, key, n)
+        else:
+            got = self._query_counts(store, key, n)
+        with self._lock:
+            self._counts[ck] = {pc.problem_id: pc for pc in got}
             return self._counts[ck] or None
+
+    @staticmethod
+    def _query_counts(st: Store, key: str, n: int) -> list[ProblemCounts]:
+        got = st.counts(key)
+        if any(pc.n > n for pc in got):
+            got = st.counts(key, n_max=n)  # the window query only where the store holds more
+        return got
+
+    def prewarm(self) -> None:
+        """Read every probe's counts once (the problem map's cold cost: about 10 s for 50 probes of
+        500 x 1024 samples), so the first map a user opens is warm. Its own connections to the
+        stores: requests are served meanwhile, on the index's connection (a request for counts not
+        read yet reads them itself)."""
+        own: dict[Path, Store] = {}
+        try:
+            for run in list(self.runs):
+                st = self.store(run)
+                if st is None:
+                    continue
+                if st.path not in own:
+                    own[st.path] = Store(st.path, writable=False)
+                # Newest first: a page's map request reads them oldest first on the index's
+                # connection, so the two meet in the middle instead of reading the same probes.
+                for row in reversed(list(run.rows)):
+                    self.counts(run, row, store=own[st.path])
+        except Exception as e:  # noqa: BLE001 - a request for the same map reports it
+            print(f"[boundlab] dashboard: reading the counts in the background: {e}", file=sys.stderr,
+                  flush=True)
+        finally:
+            for st in own.values():
+                st.close()
 
     def problems(self, run: RunEntry) -> list[str]:
         """Problem ids in map order: by the base's rate, highest first, then by id. A URL names a

@@ -119,7 +119,11 @@ def make_app(index: Index):
 def serve(index: Index, host: str = "127.0.0.1", port: int = 8050, allow_remote: bool = False) -> None:
     check_host(host, allow_remote)
     plotly_js_path()  # fail now, not on the first page load
+    import threading
+
     import uvicorn
+
+    threading.Thread(target=index.prewarm, name="dashboard-prewarm", daemon=True).start()
 
     print(f"[boundlab] dashboard on http://{host}:{port}/ over {len(index.runs)} run dir(s)", flush=True)
     uvicorn.run(make_app(index), host=host, port=port, log_level="warning")

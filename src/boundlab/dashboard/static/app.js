@@ -72,19 +72,26 @@ async function drawBoundary() {
   const sel = cks[state.slider];
   document.getElementById("step-label").textContent = sel ? "step " + sel.step + " of " + cks.map((c) => c.step).join(", ") : "no checkpoint probed yet";
   const traces = [];
-  const ks = (p) => p.curve.map((_, i) => i + 1);
+  // k on a log axis: at n = 1024 about 160 log-spaced k (every k up to 64) draw the same picture as
+  // 1024, and 50 checkpoints stay fast. Every value drawn is the run's own, at that k.
+  const pick = (n) => [...new Set(Array.from({ length: 160 }, (_, j) => Math.round(Math.pow(n, j / 159))))]
+    .concat(Array.from({ length: Math.min(n, 64) }, (_, i) => i + 1)).filter((k) => k >= 1 && k <= n);
+  const kset = (n) => [...new Set(pick(n))].sort((a, b) => a - b);
+  const thin = (p, ys) => { const ks = kset(ys.length); return [ks, ks.map((k) => ys[k - 1])]; };
+  const ks = (p) => kset(p.curve.length);
+  const ys = (p) => thin(p, p.curve)[1];
   const notes = [];
   const tryBand = async (p, name, colour) => {
     try {
       const b = await getJSON("api/run/" + ov.id + "/band/" + p.index);
-      traces.push(...band(ks(p), b.low, b.high, name, colour));
+      traces.push(...band(ks(p), thin(p, b.low)[1], thin(p, b.high)[1], name, colour));
       return b.method;
     } catch (e) { return null; }
   };
   const nul = ov.probes.find((p) => p.kind === "null");
   if (nul) {
     const m = await tryBand(nul, "null band (base re-probed)", "rgba(120,120,120,0.25)");
-    if (!m) traces.push({ x: ks(nul), y: nul.curve, mode: "lines", line: { dash: "dot", color: "#888" }, name: "null (base re-probed)" });
+    if (!m) traces.push({ x: ks(nul), y: ys(nul), mode: "lines", line: { dash: "dot", color: "#888" }, name: "null (base re-probed)" });
   }
   if (base) {
     const m = await tryBand(base, "base 95% band", "rgba(0,0,0,0.12)");
@@ -93,11 +100,11 @@ async function drawBoundary() {
   if (sel) await tryBand(sel, "step " + sel.step + " 95% band", "rgba(214,39,40,0.18)");
   cks.forEach((p, j) => {
     if (p === sel) return;
-    traces.push({ x: ks(p), y: p.curve, mode: "lines", line: { color: ramp(cks.length > 1 ? j / (cks.length - 1) : 1), width: 1 },
+    traces.push({ x: ks(p), y: ys(p), mode: "lines", line: { color: ramp(cks.length > 1 ? j / (cks.length - 1) : 1), width: 1 },
       opacity: 0.6, name: "step " + p.step });
   });
-  if (base) traces.push({ x: ks(base), y: base.curve, mode: "lines", line: { color: "#000", width: 3 }, name: "base" });
-  if (sel) traces.push({ x: ks(sel), y: sel.curve, mode: "lines", line: { color: "#d62728", width: 3 }, name: "step " + sel.step + " (selected)" });
+  if (base) traces.push({ x: ks(base), y: ys(base), mode: "lines", line: { color: "#000", width: 3 }, name: "base" });
+  if (sel) traces.push({ x: ks(sel), y: ys(sel), mode: "lines", line: { color: "#d62728", width: 3 }, name: "step " + sel.step + " (selected)" });
   const div = document.getElementById("plot-boundary");
   await Plotly.react(div, traces, { margin: { t: 10 }, xaxis: { type: "log", title: { text: "k" } },
     yaxis: { title: { text: "pass@k (" + (base ? base.metric : "") + ")" }, range: [0, 1.02] }, legend: { orientation: "v" } });
