@@ -191,3 +191,21 @@ def test_a_corrupt_probes_file_is_named_not_shown_as_empty_silently(world, capsy
     assert "probes.jsonl:2" in err and err.count("\n") == 1
     client.get("/api/run/0/overview")
     assert capsys.readouterr().err == ""  # said once per change, not on every poll
+
+
+def test_sweep_dirs_and_their_swept_values(tmp_path):
+    store = Store(tmp_path / "store.sqlite")
+    for i, lr in enumerate(["1e-4", "4e-4"]):
+        d = tmp_path / "out" / "sweep" / f"{i}_grpo"
+        make_run(d, store, checkpoints=2, problems=3, n=2, seed=i)
+        (d / ".hydra").mkdir()
+        (d / ".hydra" / "overrides.yaml").write_text(f"- debug=smoke\n- algo.learning_rate={lr}\n")
+    make_run(tmp_path / "out" / "single", store, checkpoints=1, problems=3, n=2, seed=5)
+    index = Index([tmp_path / "out"], store=str(tmp_path / "store.sqlite"))
+    sw = data.sweep(index)["sweeps"]
+    assert [s["name"] for s in sw] == ["out/sweep"] and sw[0]["swept"] == ["algo.learning_rate"]
+    assert [r["values"] for r in sw[0]["runs"]] == [{"algo.learning_rate": "1e-4"}, {"algo.learning_rate": "4e-4"}]
+    assert sw[0]["runs"][0]["steps"] == [2, 4]
+    # A run dir given by itself is not a sweep member, whatever lies beside it.
+    alone = Index([tmp_path / "out" / "sweep" / "0_grpo"], store=str(tmp_path / "store.sqlite"))
+    assert data.sweep(alone)["sweeps"] == []

@@ -172,10 +172,12 @@ class Index:
     def _add(self, d: Path, root: Path) -> None:
         sweep = None
         parent = d.parent
-        if parent != d and ((parent / "multirun.yaml").is_file()
+        # A sweep is a folder of run dirs inside a given path (a run dir given by itself is never
+        # a member of one, whatever lies beside it).
+        if d != root and parent.is_relative_to(root) and ((parent / "multirun.yaml").is_file()
                             or sum(1 for x in self._by_path if x.parent == parent) > 0
                             or len([p for p in parent.iterdir() if p.is_dir() and is_run_dir(p)]) > 1):
-            sweep = str(parent.relative_to(root.parent) if parent.is_relative_to(root.parent) else parent)
+            sweep = str(parent.relative_to(root.parent))
         try:
             info = read_json(d / RUN_INFO, {}) or {}
         except RunDirError:
