@@ -388,17 +388,6 @@ class Store:
              " ORDER BY problem_id, idx")
         return _sample_rows(self.db.execute(q, (key, outcome, n_max, n_max)))
 
-    def samples_page(self, key: str, problem_id: str, offset: int,
-                     limit: int) -> tuple[list[SampleRow], int]:
-        """One page of a problem's samples by index, and how many it has (the dashboard: reads only
-        the page's texts, so n = 1024 stays fast)."""
-        total = self.db.execute("SELECT COUNT(*) FROM samples WHERE key=? AND problem_id=?",
-                                (key, problem_id)).fetchone()[0]
-        rows = _sample_rows(self.db.execute(
-            f"SELECT {self._cols} FROM samples WHERE key=? AND problem_id=? ORDER BY idx "
-            f"LIMIT ? OFFSET ?", (key, problem_id, int(limit), int(offset))))
-        return rows, total
-
     # `samples()` reads every text; at n = 1024 on 500 problems that is gigabytes. A reader that
     # draws a few samples (the report's perplexity section) lists them without their text, then
     # reads only the texts it drew.
