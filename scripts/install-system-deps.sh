@@ -2,6 +2,9 @@
 # System packages the tests need; idempotent. `bash install.sh test` runs it (as root or with sudo).
 #   bubblewrap: the sandbox that runs model-written code (boundlab.sandbox). Code tests fail
 #   without it in CI (CI=true) instead of skipping.
+#   chromium, chromium-driver: headless Chromium and /usr/bin/chromedriver for the dashboard's
+#   browser tests (tests/integration/test_dashboard_browser.py drives them through selenium; a
+#   browser that downloads itself at install time cannot work offline).
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
@@ -10,3 +13,8 @@ if ! command -v bwrap >/dev/null 2>&1; then
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bubblewrap
 fi
 bwrap --version
+if ! command -v chromium >/dev/null 2>&1 || [ ! -x /usr/bin/chromedriver ]; then
+  $SUDO apt-get update
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver
+fi
+chromium --version

@@ -1,0 +1,236 @@
+"""The dashboard in real headless Chromium (Debian's chromium + chromium-driver, driven by selenium
+through /usr/bin/chromedriver; Selenium Manager is kept offline), on the output of a real smoke run.
+
+Skipped, with the reason, only when chromium or chromedriver is absent; CI installs both
+(scripts/install-system-deps.sh). Screenshots of each view go to $BOUNDLAB_DASHBOARD_SHOTS when set
+(docs/img/dashboard/ holds the committed ones), else to the test's tmp dir.
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM, DRIVER = shutil.which("chromium") or "/usr/bin/chromium", "/usr/bin/chromedriver"
+if not (Path(CHROMIUM).exists() and Path(DRIVER).exists()):
+    if os.environ.get("CI") == "true":  # CI installs both (install.sh test): absent there is a failure
+        raise RuntimeError("CI=true but chromium / chromedriver are missing: run scripts/install-system-deps.sh")
+    pytest.skip("no chromium / chromedriver (apt-get install chromium chromium-driver, or "
+                "bash scripts/install-system-deps.sh)", allow_module_level=True)
+selenium = pytest.importorskip("selenium", reason="selenium is in the test extra: pip install -e '.[test]'")
+pytest.importorskip("starlette", reason="the dashboard extra is not installed")
+os.environ["SE_OFFLINE"] = "true"  # never let Selenium Manager fetch a driver
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+from boundlab.probe.store import SampleRow, Store  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+EVIL = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">A:7'
+VIEWS = ["view-boundary", "view-steps", "view-map", "view-samples", "view-groups", "view-sweep"]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+def _env(tmp):
+    return dict(os.environ, BOUNDLAB_STORE=str(tmp / "store.sqlite"), WANDB_MODE="offline",
+                HF_HUB_OFFLINE="1", WANDB_SILENT="true", PYTHONPATH=str(ROOT / "src"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def browser(offline: bool = False):
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--window-size=1400,1100"):
+        opts.add_argument(a)
+    if offline:  # every request that is not file:// goes to a dead proxy
+        opts.add_argument("--proxy-server=http://127.0.0.1:9")
+        opts.add_argument("--proxy-bypass-list=<-loopback>")
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(service=Service(DRIVER), options=opts)
+    if offline:
+        d.execute_cdp_cmd("Network.enable", {})
+        d.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": True, "latency": 0,
+                                                              "downloadThroughput": 0, "uploadThroughput": 0})
+    return d
+
+
+def errors(d) -> list[str]:
+    return [e["message"] for e in d.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def load(d, url):
+    d.get_log("browser")  # drain what earlier tests left in the log
+    d.get(url)
+    ready(d)
+
+
+def ready(d, timeout=30):
+    WebDriverWait(d, timeout).until(lambda x: x.execute_script("return document.body.dataset.ready === '1'"))
+
+
+def shoot(d, out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    shots = []
+    for v in VIEWS:
+        e = d.find_element(By.ID, v)
+        d.execute_script("arguments[0].scrollIntoView()", e)
+        p = out / f"{v.removeprefix('view-')}.png"
+        e.screenshot(str(p))
+        shots.append(p)
+    return shots
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("dash")
+    root = tmp / "runs"
+    run = root / "run"
+    # The cheapest real run with probes and a store: debug=smoke (base + checkpoints 2 and 4), with
+    # the base-vs-base null turned back on (one more 32-sample probe) for view 1's null band.
+    p = subprocess.run([sys.executable, str(ROOT / "train.py"), "debug=smoke", "backend.torch_threads=1",
+                        "task.train_mix={H1:0.5,B3:0.5}", "probe.null_seed_offset=1", f"hydra.run.dir={run}"],
+                       cwd=tmp, env=_env(tmp),
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    rows = [json.loads(x) for x in (run / "probes.jsonl").read_text().splitlines()]
+    store = Store(tmp / "store.sqlite")
+    base = rows[0]
+    # A stored completion holding markup, one past each base problem's n (the map counts only n).
+    store.add_samples(base["probe_key"], [SampleRow(pc.problem_id, 100, EVIL, "7", False, None, "wrong", 9)
+                                          for pc in store.counts(base["probe_key"])])
+    store.close()
+    # A sweep dir for view 6: the run's probes under two override values (the view is under test
+    # here, not the numbers).
+    for i, lr in enumerate(["1e-4", "4e-4"]):
+        d = root / "sweep" / f"{i}_grpo"
+        (d / ".hydra").mkdir(parents=True)
+        shutil.copy(run / "probes.jsonl", d / "probes.jsonl")
+        (d / ".hydra" / "overrides.yaml").write_text(f"- debug=smoke\n- algo.learning_rate={lr}\n")
+    port = _free_port()
+    srv = subprocess.Popen([sys.executable, str(ROOT / "dashboard.py"), str(root), "--port", str(port)],
+                           env=_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}/"
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(url + "api/version", timeout=1)
+            break
+        except OSError:
+            if srv.poll() is not None:
+                pytest.fail("dashboard.py exited: " + srv.stdout.read())
+            time.sleep(0.2)
+    d = browser()
+    try:
+        cks = [r for r in rows if r["kind"] == "checkpoint"]
+        assert [r["kind"] for r in rows[:2]] == ["base", "null"] and len(cks) == 2
+        yield {"url": url, "tmp": tmp, "run": run, "root": root, "rows": rows, "cks": cks, "driver": d}
+    finally:
+        d.quit()
+        srv.terminate()
+        srv.wait(10)
+
+
+def test_every_view_renders_without_console_errors(site):
+    d = site["driver"]
+    load(d, site["url"])
+    assert d.execute_script("return document.querySelectorAll('#plot-boundary .scatterlayer .trace').length") >= 3
+    names = d.execute_script("return document.getElementById('plot-boundary').data.map(t => t.name)")
+    assert {"base", "null band (base re-probed)", "base 95% band"} <= set(names), names
+    assert d.execute_script("return document.querySelectorAll('#plot-steps .scatterlayer .trace').length") >= 2
+    assert len(d.find_elements(By.CSS_SELECTOR, "#problem-map tbody tr")) == site["rows"][0]["problems"]
+    assert d.execute_script("return document.querySelectorAll('#plot-groups .scatterlayer .trace').length") > 0
+    assert len(d.find_elements(By.CSS_SELECTOR, "#groups-table tr")) > 1
+    WebDriverWait(d, 10).until(lambda x: x.execute_script(
+        "return document.querySelectorAll('#sweeps .js-plotly-plot .scatterlayer .trace').length") >= 2)
+    assert "algo.learning_rate" in d.find_element(By.ID, "sweeps").text
+    assert errors(d) == []
+
+
+def test_step_control_changes_the_plot(site):
+    d = site["driver"]
+    load(d, site["url"])
+    sel = "return document.getElementById('plot-boundary').data.find(t => t.name.endsWith('(selected)'))"
+    first = d.execute_script(sel + ".name")
+    assert first == f"step {site['cks'][-1]['step']} (selected)"
+    d.execute_script("const s = document.getElementById('step-slider'); s.value = 0;"
+                     "s.dispatchEvent(new Event('input'))")
+    WebDriverWait(d, 10).until(lambda x: x.execute_script(sel + ".name") != first)
+    assert d.execute_script(sel + ".name") == f"step {site['cks'][0]['step']} (selected)"
+    assert d.find_element(By.ID, "plot-boundary").get_attribute("data-step") == str(site["cks"][0]["step"])
+    assert errors(d) == []
+
+
+def test_click_on_a_problem_shows_its_samples_and_markup_stays_text(site):
+    d = site["driver"]
+    load(d, site["url"])
+    d.find_element(By.CSS_SELECTOR, '#problem-map tr[data-p="0"]').click()
+    WebDriverWait(d, 10).until(lambda x: x.find_elements(By.CSS_SELECTOR, "#samples .sample"))
+    sides = d.find_elements(By.CSS_SELECTOR, "#samples .side")
+    assert [s.get_attribute("data-who") for s in sides] == ["checkpoint", "base"]
+    texts = [e.text for e in d.find_elements(By.CSS_SELECTOR, '#samples .side[data-who="base"] pre')]
+    assert EVIL in texts  # shown as text
+    assert d.execute_script("return window.__pwned") is None  # and never run
+    assert d.find_elements(By.CSS_SELECTOR, "#samples script, #samples img") == []
+    shoot(d, Path(os.environ.get("BOUNDLAB_DASHBOARD_SHOTS") or site["tmp"] / "shots"))
+    assert errors(d) == []
+
+
+@pytest.mark.parametrize("path", ["static/..%2f..%2f..%2fetc%2fpasswd", "static/../../etc/passwd",
+                                  "api/run/0/problem/..%2f..%2fstore.sqlite", "run/probes.jsonl",
+                                  "api/run/9/overview", "static/%2e%2e/%2e%2e/etc/passwd"])
+def test_a_url_outside_the_paths_is_refused(site, path):
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(site["url"] + path, timeout=5)
+    assert e.value.code in (403, 404)
+    d = site["driver"]
+    d.get(site["url"] + path)
+    assert "root:" not in d.page_source and "SQLite" not in d.page_source
+
+
+def test_export_renders_offline(site):
+    out = site["tmp"] / "export.html"
+    p = subprocess.run([sys.executable, str(ROOT / "dashboard.py"), str(site["root"]), "--export", str(out)],
+                       env=_env(site["tmp"]), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    d = browser(offline=True)
+    try:
+        d.get(out.as_uri())
+        ready(d)
+        for plot in ("plot-boundary", "plot-steps", "plot-groups", "plot-sweep-0"):
+            assert d.execute_script(f"return document.querySelectorAll('#{plot} .scatterlayer .trace').length") > 0, plot
+        assert len(d.find_elements(By.CSS_SELECTOR, "#problem-map tbody tr")) == site["rows"][0]["problems"]
+        assert errors(d) == []
+    finally:
+        d.quit()
+
+
+def test_live_a_new_probe_appears_within_10_s(site):
+    d = site["driver"]
+    load(d, site["url"])
+    row = dict(site["cks"][-1], step=site["cks"][-1]["step"] + 2)
+    code = ("import json, sys; from boundlab.rundir.io import append_jsonl; "
+            "append_jsonl(sys.argv[1], json.loads(sys.argv[2]))")
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-c", code, str(site["run"] / "probes.jsonl"), json.dumps(row)],
+                   env=_env(site["tmp"]), check=True, timeout=60)
+    want = f"step {row['step']}"
+    WebDriverWait(d, 10).until(lambda x: want in x.find_element(By.ID, "step-label").text)
+    assert time.monotonic() - t0 < 10 + 5  # the wait above is the 10 s; this bounds the writer too
+    assert d.execute_script("return document.getElementById('plot-boundary').data.some(t => t.name.startsWith('"
+                            + want + "'))")
+    assert errors(d) == []
