@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from boundlab.algos import objectives as O
+from boundlab.algos.rollout import check_rollout, uses_vllm, vllm_generation_args
 from boundlab.config import ConfigError
 
 
@@ -68,6 +69,8 @@ class OnPolicySettings:
     overlong_penalty: float
     passk_k: int = 1
     positive_weight: float = 0.1
+    # rollout=vllm_*: TRL VLLMGeneration's arguments (boundlab.algos.rollout); None = generate.
+    vllm: Optional[dict] = None
 
 
 # TRL's loss_type names, mapped to the two aggregations this trainer implements.
@@ -119,6 +122,7 @@ def settings_from_cfg(name: str, cfg: Any) -> OnPolicySettings:
     if recipe.estimator == "weighted_reinforce" and o.positive_weight < 0:
         bad(f"algo.onpolicy.positive_weight must be >= 0 (0 is pure negative-sample reinforcement), not "
             f"{o.positive_weight}")
+    check_rollout(name, cfg, greedy_baseline=recipe.greedy_baseline)
     eps_high = o.epsilon if o.epsilon_high is None else o.epsilon_high
     if o.epsilon <= 0 or eps_high <= 0:
         bad("algo.onpolicy.epsilon and algo.onpolicy.epsilon_high must be > 0")
@@ -157,4 +161,5 @@ def settings_from_cfg(name: str, cfg: Any) -> OnPolicySettings:
         max_refill_rounds=int(o.max_refill_rounds),
         overlong_buffer=o.overlong_buffer, overlong_penalty=o.overlong_penalty,
         passk_k=int(o.passk_k), positive_weight=float(o.positive_weight),
+        vllm=vllm_generation_args(cfg) if uses_vllm(cfg) else None,
     )
