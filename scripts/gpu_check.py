@@ -229,7 +229,10 @@ def part_grpo_vllm(work: Path, gpu: bool) -> dict[str, Any]:
                        "sampler=hf", "sampler.device=cuda", f"hydra.run.dir={run_dir}"]
     if not gpu:
         return {"config": _validated("train", ov), **_skip("grpo_vllm needs CUDA and vLLM")}
-    res = _run([sys.executable, "train.py", *ov], work, 420)
+    # TRL's colocated engine runs vLLM with an "external launcher": torch.distributed must be set up
+    # even for one process (what `accelerate launch` would export).
+    env = dict(_env(work), RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT="29511")
+    res = _run([sys.executable, "train.py", *ov], work, 420, env)
     return {**res, **_run_dir_facts(run_dir)}
 
 
