@@ -517,6 +517,32 @@ class BackendConfig:
 
 
 @dataclass
+class RolloutConfig:
+    """`rollout`: the engine that samples training rollouts (boundlab.algos.rollout)."""
+    # hf (the trainer's own generate), vllm_colocate (vLLM in each training process, sharing its
+    # GPU) or vllm_server (a `trl vllm-serve` process on other GPUs or another node).
+    name: str = "hf"
+    # vllm_colocate: fraction of each training GPU's memory vLLM takes for weights and KV cache.
+    gpu_memory_utilization: float = 0.3
+    # vllm_colocate: tensor-parallel degree of the colocated engine (the server sets its own).
+    tensor_parallel_size: int = 1
+    # Context window (prompt + completion) vLLM reserves; null = the model config's.
+    max_model_length: Optional[int] = None
+    # vllm_colocate: offload vLLM's weights and KV cache during the optimizer step.
+    enable_sleep_mode: bool = False
+    # vllm_server: the host running `trl vllm-serve` (ignored when base_url is set).
+    host: str = "localhost"
+    # vllm_server: its HTTP port (`trl vllm-serve --port`).
+    port: int = 8000
+    # vllm_server: a full URL (http://node:8000) instead of host and port; null = use those.
+    base_url: Optional[str] = None
+    # vllm_server: seconds to wait for the server to come up before failing.
+    timeout_s: float = 240.0
+    # vllm_server: port of the NCCL group that pushes new weights to the server each step.
+    group_port: int = 51216
+
+
+@dataclass
 class PeftConfig:
     # Train LoRA adapters instead of all weights (large models).
     enabled: bool = False
@@ -567,6 +593,8 @@ class TrainMain(ProbingMain):
     teacher: ModelConfig = field(default_factory=ModelConfig)
     # Where and how training runs (cpu, gpu, zero2, zero3).
     backend: BackendConfig = field(default_factory=BackendConfig)
+    # The engine that samples training rollouts (hf, vllm_colocate, vllm_server).
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
     # LoRA adapters instead of full fine-tuning.
     peft: PeftConfig = field(default_factory=PeftConfig)
     # The training loop: steps, saves, probing mode.
@@ -598,7 +626,7 @@ def register_configs() -> None:
     # (GRPO). Each group YAML pulls its schema in with `- /schema/<group>@_here_`.
     for group, node in (("model", ModelConfig), ("task", TaskConfig), ("probe", ProbeSettings),
                         ("sampler", SamplerConfig), ("logger", LoggerConfig), ("algo", AlgoConfig),
-                        ("backend", BackendConfig)):
+                        ("backend", BackendConfig), ("rollout", RolloutConfig)):
         cs.store(group="schema", name=group, node=node)
 
 

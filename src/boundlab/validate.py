@@ -12,8 +12,9 @@ Where this departs from the obvious:
 - `probe.temperature=0` is allowed and means greedy decoding: all n samples of a problem are then
   identical and pass@k is flat in k. It is said so on stderr, since it is rarely what a boundary probe
   wants.
-- GPU-only choices (`backend=gpu|zero2|zero3`, `sampler.device=cuda`, `sampler=vllm`) are refused on
-  a machine without CUDA (or without vLLM installed) here, not minutes later inside a trainer.
+- GPU-only choices (`backend=gpu|zero2|zero3`, `sampler.device=cuda`, `sampler=vllm`,
+  `rollout=vllm_colocate|vllm_server`) are refused on a machine without CUDA (or without vLLM
+  installed) here, not minutes later inside a trainer.
 """
 
 from __future__ import annotations
@@ -256,6 +257,29 @@ def validate_backend(b: Any, prefix: str = "backend") -> None:
                           f"(or backend=zero2_cpu / zero3_cpu for the DeepSpeed path on CPU processes)")
 
 
+def validate_rollout(r: Any, prefix: str = "rollout") -> None:
+    """Ranges, then the machine: vLLM rollouts need vLLM importable and a CUDA GPU."""
+    from boundlab.algos.rollout import ROLLOUTS
+
+    _one_of(r, prefix, "name", ROLLOUTS)
+    if not 0 < r.gpu_memory_utilization <= 1:
+        _fail(f"{prefix}.gpu_memory_utilization", r.gpu_memory_utilization, "must be in (0, 1]")
+    _at_least(r, prefix, "tensor_parallel_size", 1)
+    if r.max_model_length is not None:
+        _at_least(r, prefix, "max_model_length", 1, " (or null for the model config's)")
+    for key in ("port", "group_port"):
+        if not 0 < getattr(r, key) < 65536:
+            _fail(f"{prefix}.{key}", getattr(r, key), "must be a TCP port (1..65535)")
+    _positive(r, prefix, "timeout_s", " (seconds to wait for the vLLM server)")
+    if r.name == "hf":
+        return
+    if importlib.util.find_spec("vllm") is None:
+        raise ConfigError(f"rollout={r.name} needs vLLM, which is not installed here: install it on a GPU "
+                          f"machine (pip install 'boundlab[gpu]') or use rollout=hf")
+    if not _cuda_available():
+        raise ConfigError(f"rollout={r.name} needs a CUDA GPU and torch sees none here: use rollout=hf")
+
+
 def validate_peft(p: Any, prefix: str = "peft") -> None:
     if not p.enabled:
         return
@@ -269,8 +293,8 @@ _AREAS = (
     ("model", validate_model), ("teacher", validate_model), ("task", validate_task),
     ("probe", validate_probe), ("sampler", validate_sampler), ("logger", validate_logger),
     ("verify", validate_verify), ("train", validate_train_loop), ("algo", validate_algo),
-    ("kl", validate_kl), ("backend", validate_backend), ("peft", validate_peft),
-    ("match_entropy", validate_match_entropy),
+    ("kl", validate_kl), ("backend", validate_backend), ("rollout", validate_rollout),
+    ("peft", validate_peft), ("match_entropy", validate_match_entropy),
 )
 
 

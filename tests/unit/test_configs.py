@@ -42,7 +42,7 @@ def group_cases():
     cases = []
     for primary in PRIMARY:
         cfg = _compose(primary)
-        for group in ("model", "task", "probe", "sampler", "logger", "algo", "backend"):
+        for group in ("model", "task", "probe", "sampler", "logger", "algo", "backend", "rollout"):
             if group in cfg:
                 cases += [(primary, group, opt) for opt in options(group)]
         # Override-only groups (`# @package _global_`) of the training config.

@@ -8,7 +8,9 @@
   `distill_traces.jsonl` (loadable with `datasets`).
 - `sft_distill`: TRL's SFTTrainer on those traces, loss on the completion tokens only.
 - `onpolicy_distill`: TRL's DistillationTrainer: the student samples, the teacher scores every
-  token (generalised JSD). It needs one vocabulary: different tokenizers fail at start.
+  token (generalised JSD). It needs one vocabulary: different tokenizers fail at start. The student's
+  samples honour `rollout=` (TRL's use_vllm); sft_distill samples nothing while training, so it
+  refuses a vLLM rollout (its teacher's traces follow `sampler=`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from boundlab.algos.rollout import check_rollout, trl_vllm_args
 from boundlab.algos.spec import Algorithm, BuildInputs, training_args_common
 from boundlab.config import ConfigError
 
@@ -129,12 +132,22 @@ def build_onpolicy_distill(x: BuildInputs):
     a = cfg.algo
     args = DistillationConfig(**training_args_common(cfg, x.output_dir, x.report_to),
                               max_completion_length=a.max_completion_length,
-                              temperature=a.temperature, top_p=1.0, top_k=0, beta=a.distill.beta)
+                              temperature=a.temperature, top_p=1.0, top_k=0, beta=a.distill.beta,
+                              **trl_vllm_args(cfg))
     return DistillationTrainer(model=x.model, teacher_model=teacher, args=args,
                                train_dataset=x.dataset.remove_columns(["problem_id"]),
                                processing_class=x.tokenizer, callbacks=x.callbacks,
                                peft_config=x.peft_config)
 
 
-SFT_DISTILL = Algorithm("sft_distill", "distill", build_sft_distill, (check_distill,))
-ONPOLICY_DISTILL = Algorithm("onpolicy_distill", "distill", build_onpolicy_distill, (check_distill,))
+def check_sft_rollout(cfg: Any) -> None:
+    check_rollout(cfg.algo.name, cfg, samples=False)
+
+
+def check_onpolicy_rollout(cfg: Any) -> None:
+    check_rollout(cfg.algo.name, cfg)
+
+
+SFT_DISTILL = Algorithm("sft_distill", "distill", build_sft_distill, (check_distill, check_sft_rollout))
+ONPOLICY_DISTILL = Algorithm("onpolicy_distill", "distill", build_onpolicy_distill,
+                             (check_distill, check_onpolicy_rollout))

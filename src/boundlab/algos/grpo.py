@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from boundlab.algos.rollout import check_rollout, trl_vllm_args
 from boundlab.algos.shaping import with_unlikeliness
 from boundlab.algos.spec import Algorithm, BuildInputs, training_args_common
 from boundlab.config import ConfigError
@@ -36,6 +37,7 @@ def check_grpo(cfg: Any) -> None:
         raise ConfigError(f"algo={a.name} normalises each reward within the group of rollouts of its "
                           f"prompt, so algo.rollouts must be >= 2 (got {a.rollouts})")
     _check_batch(a)
+    check_rollout(a.name, cfg)
     if kl.coef > 0 and (kl.where not in ("auto", "loss") or kl.estimator not in ("auto", "k3")):
         raise ConfigError(f"algo={a.name} puts KL in the loss with the k3 estimator (TRL GRPOTrainer); "
                           f"kl.where={kl.where} kl.estimator={kl.estimator} is not available")
@@ -49,13 +51,15 @@ def check_rloo(cfg: Any) -> None:
                           f"{a.entropy_coef} would be ignored; use algo=grpo or dr_grpo (GRPOConfig.entropy_coef)")
     if a.rollouts < 2:
         raise ConfigError("algo=rloo needs algo.rollouts >= 2 (the baseline leaves one sample out)")
+    check_rollout(a.name, cfg)
     if kl.coef > 0 and (kl.where not in ("auto", "reward") or kl.estimator not in ("auto", "k1")):
         raise ConfigError(f"algo=rloo puts KL in the reward with the k1 estimator (TRL RLOOTrainer); "
                           f"kl.where={kl.where} kl.estimator={kl.estimator} is not available")
 
 
 def _rl_args(cfg: Any) -> dict[str, Any]:
-    """Arguments GRPOConfig and RLOOConfig take alike: rollouts, KL, clipping, sampling."""
+    """Arguments GRPOConfig and RLOOConfig take alike: rollouts, KL, clipping, sampling, and the
+    rollout engine (`rollout=`: TRL's use_vllm / vllm_mode / vllm_server_* fields)."""
     a, g, kl = cfg.algo, cfg.algo.grpo, cfg.kl
     return dict(
         num_generations=a.rollouts,
@@ -67,6 +71,7 @@ def _rl_args(cfg: Any) -> dict[str, Any]:
         temperature=a.temperature,
         top_p=1.0,
         top_k=0,
+        **trl_vllm_args(cfg),
     )
 
 

@@ -491,3 +491,13 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+
+
+if __name__ == "__main__":  # python -m boundlab.probe.store merge A B --out C (boundlab.probe.merge)
+    import sys
+
+    if sys.argv[1:2] != ["merge"]:
+        sys.exit("usage: python -m boundlab.probe.store merge STORE [STORE ...] --out MERGED")
+    from boundlab.probe.merge import main
+
+    sys.exit(main(sys.argv[2:]))

@@ -40,11 +40,11 @@ def _vllm(model_cfg: Any, sampler_cfg: Any, model: Any = None, tokenizer: Any = 
 
     options = to_dict(sampler_cfg.vllm)
     if model is None:
-        return VLLMSampler(model_cfg, **options)
+        return VLLMSampler(model_cfg, tokenizer=tokenizer, **options)
     # A model built in memory (a LoRA checkpoint merged into its base): vLLM loads only folders,
     # so it gets a saved copy, deleted when the sampler closes.
     folder = save_for_vllm(model, tokenizer)
-    return VLLMSampler(model_cfg, path=str(folder), owned_dir=folder, **options)
+    return VLLMSampler(model_cfg, path=str(folder), owned_dir=folder, tokenizer=tokenizer, **options)
 
 
 def pick_device(name: str) -> str:

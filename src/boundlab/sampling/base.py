@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:
     import torch
@@ -46,6 +46,19 @@ class Sampler:
 
     def close(self) -> None:
         pass
+
+
+def add_special_tokens_for(tokenizer: Any, prompts: Sequence[str]) -> bool:
+    """Whether tokenising `prompts` should add the tokenizer's special tokens: not when every prompt
+    already starts with BOS (a chat template contains it; a second BOS shifts the distribution)."""
+    bos = tokenizer.bos_token
+    return not (bos and all(p.startswith(bos) for p in prompts))
+
+
+def prompt_token_ids(tokenizer: Any, prompts: Sequence[str]) -> list[list[int]]:
+    """The prompt tokens every sampler feeds its engine (hf pads them; vLLM takes them as they are)."""
+    enc = tokenizer(list(prompts), add_special_tokens=add_special_tokens_for(tokenizer, prompts))
+    return [list(ids) for ids in enc["input_ids"]]
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:

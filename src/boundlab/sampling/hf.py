@@ -26,7 +26,8 @@ from typing import Any, Sequence
 
 import torch
 
-from boundlab.sampling.base import Completion, GenSettings, Sampler, cut_at_stop, token_entropy
+from boundlab.sampling.base import (Completion, GenSettings, Sampler, add_special_tokens_for, cut_at_stop,
+                                  token_entropy)
 
 # Generation-config warpers that would follow the recorder, which does not replicate them.
 _OTHER_WARPERS = (("min_p", lambda v: v is not None), ("typical_p", lambda v: v is not None and v < 1.0),
@@ -91,10 +92,9 @@ class HFSampler(Sampler):
         return "compact" if self.compact is not None and not settings.stop else None
 
     def _encode(self, prompts: list[str]) -> dict[str, torch.Tensor]:
-        bos = self.tok.bos_token
-        # A chat template already contains BOS; adding another shifts the distribution.
-        add_special = not (bos and all(p.startswith(bos) for p in prompts))
-        enc = self.tok(prompts, return_tensors="pt", padding=True, add_special_tokens=add_special)
+        # The same rule as every sampler's prompt tokens (base.prompt_token_ids): no second BOS.
+        enc = self.tok(prompts, return_tensors="pt", padding=True,
+                       add_special_tokens=add_special_tokens_for(self.tok, prompts))
         return {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
 
     @torch.inference_mode()

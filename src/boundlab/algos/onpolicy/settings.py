@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from boundlab.algos import objectives as O
+from boundlab.algos.rollout import check_rollout, uses_vllm, vllm_generation_args
 from boundlab.config import ConfigError
 
 
@@ -77,6 +78,8 @@ class OnPolicySettings:
     positive_weight: float = 0.1
     entropy_coef: float = 0.0
     unlikeliness: float = 0.0
+    # rollout=vllm_*: TRL VLLMGeneration's arguments (boundlab.algos.rollout); None = generate.
+    vllm: Optional[dict] = None
 
 
 # TRL's loss_type names, mapped to the two aggregations this trainer implements.
@@ -137,6 +140,7 @@ def settings_from_cfg(name: str, cfg: Any) -> OnPolicySettings:
             f"reinforce_pp_baseline here; grpo, dr_grpo, rloo on TRL): this one "
             + ("reads 0/1 verdicts (a score above 0.5), which a shaped reward could flip"
                if recipe.estimator in ("passk", "weighted_reinforce") else "has no groups to rank in"))
+    check_rollout(name, cfg, greedy_baseline=recipe.greedy_baseline)
     eps_high = o.epsilon if o.epsilon_high is None else o.epsilon_high
     if o.epsilon <= 0 or eps_high <= 0:
         bad("algo.onpolicy.epsilon and algo.onpolicy.epsilon_high must be > 0")
@@ -176,4 +180,5 @@ def settings_from_cfg(name: str, cfg: Any) -> OnPolicySettings:
         overlong_buffer=o.overlong_buffer, overlong_penalty=o.overlong_penalty,
         passk_k=int(o.passk_k), positive_weight=float(o.positive_weight),
         entropy_coef=float(a.entropy_coef), unlikeliness=beta,
+        vllm=vllm_generation_args(cfg) if uses_vllm(cfg) else None,
     )

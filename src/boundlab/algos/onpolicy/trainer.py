@@ -59,6 +59,13 @@ class OnPolicyTrainer(Trainer):
         self._denom: dict[str, Tensor] = {}
         self._micro = 0
         self._refill_iter: Optional[Iterator[int]] = None
+        # rollout=vllm_*: TRL's VLLMGeneration samples the rounds (the policy's weights pushed to it).
+        self._vllm = None
+        if settings.vllm is not None:
+            from boundlab.algos.onpolicy.vllm_rollouts import VLLMRollouts
+
+            policy = model.policy if isinstance(model, PolicyWithCritic) else model
+            self._vllm = VLLMRollouts(policy, self.accelerator, processing_class, settings.vllm)
 
     # -- setup --
 
@@ -221,6 +228,8 @@ class OnPolicyTrainer(Trainer):
         """Sample `rollouts` completions per prompt (and ReMax's greedy one), score them."""
         from trl.models import unwrap_model_for_generation
 
+        if self._vllm is not None:
+            return self._generate_vllm(prompts, extras)
         s, tok = self.s, self.processing_class
         step = self._prompts_per_micro
         parts = []
@@ -243,11 +252,33 @@ class OnPolicyTrainer(Trainer):
                                          None if greedy is None else greedy[:, enc["input_ids"].size(1):]))
         return Rollouts.cat(parts, self._pad_id)
 
+    def _generate_vllm(self, prompts: list[str], extras: dict[str, list[Any]]) -> Rollouts:
+        """The same round through vLLM: every prompt of the round in one engine call, the prompts
+        tokenised exactly as for `generate` (no special tokens added: the template has them). The mask
+        is the tokens vLLM sampled: it may stop at any end token of the model's generation config
+        (Qwen: <|im_end|> and <|endoftext|>), which counting up to `eos_token_id` alone would miss."""
+        from boundlab.algos.onpolicy.vllm_rollouts import pad_completions
+
+        s, tok, k = self.s, self.processing_class, self.s.rollouts
+        ids = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        completions = self._vllm.sample(ids, k, self.state.global_step)
+        parts, step = [], self._prompts_per_micro
+        for start in range(0, len(prompts), step):
+            chunk = prompts[start:start + step]
+            enc = tok(chunk, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
+            comp, cmask = pad_completions(completions[start * k:(start + len(chunk)) * k], self._pad_id)
+            part_extras = {key: v[start:start + step] for key, v in extras.items()}
+            parts.append(self._score(chunk, part_extras, enc["input_ids"].repeat_interleave(k, 0),
+                                     enc["attention_mask"].repeat_interleave(k, 0), comp, None, cmask))
+        return Rollouts.cat(parts, self._pad_id)
+
     def _score(self, prompts: list[str], extras: dict[str, list[Any]], prompt_ids: Tensor,
-               prompt_mask: Tensor, completion_ids: Tensor, greedy_ids: Optional[Tensor]) -> Rollouts:
+               prompt_mask: Tensor, completion_ids: Tensor, greedy_ids: Optional[Tensor],
+               cmask: Optional[Tensor] = None) -> Rollouts:
         s = self.s
         k = s.rollouts
-        cmask = O.completion_mask(completion_ids, self._eos_id)
+        if cmask is None:
+            cmask = O.completion_mask(completion_ids, self._eos_id)
         rewards = self._rewards([p for p in prompts for _ in range(k)],
                                 {c: [v for v in vals for _ in range(k)] for c, vals in extras.items()},
                                 completion_ids, cmask)
