@@ -58,9 +58,13 @@ def check_host(host: str, allow_remote: bool) -> None:
 
 
 def make_app(index: Index):
-    from starlette.applications import Starlette
-    from starlette.responses import FileResponse, JSONResponse, Response
-    from starlette.routing import Route
+    try:
+        from starlette.applications import Starlette
+        from starlette.responses import FileResponse, JSONResponse, Response
+        from starlette.routing import Route
+    except ImportError:
+        raise RuntimeError("the dashboard needs starlette and uvicorn: bash install.sh dashboard "
+                           "(or pip install -e '.[dashboard]')") from None
 
     def hdr(resp: Response) -> Response:
         resp.headers.update(SECURITY_HEADERS)
