@@ -129,3 +129,16 @@ def test_run_dir_resolves_without_overrides(primary):
 def test_resume_sets_the_run_dir():
     cfg = _compose("train", ["resume=/tmp/some/run"])
     assert OmegaConf.select(cfg, "hydra.run.dir") == "/tmp/some/run"
+
+
+@pytest.mark.parametrize("model,max_new", [("qwen2.5_7b", 16384), ("qwen2.5_math_7b", 3072),
+                                            ("llama3.1_8b", 16384)])
+def test_paper_model_presets_carry_the_papers_prompt_and_sampling(model, max_new):
+    """experiment=paper_<model>: the model, the chat-wrapped qwen-boxed prompt with the paper's system
+    turn, and probe=paper (T 0.6, top_p 0.95, n 256), in train.py and probe.py alike."""
+    for primary, ov in (("train", f"experiment=paper_{model}"), ("probe", f"+experiment=paper_{model}")):
+        cfg = _compose(primary, [ov])
+        assert cfg.model.name == model
+        assert (cfg.probe.n, cfg.probe.temperature, cfg.probe.top_p) == (256, 0.6, 0.95)
+        assert cfg.probe.max_new_tokens == max_new
+        assert cfg.task.chat is True and cfg.task.system == "You are a helpful assistant."
