@@ -244,3 +244,21 @@ def test_corpus_without_practice_is_the_shipped_stream_and_practice_is_validated
         W.Practice(1.0, {"B4": 1.0})
     with pytest.raises(ValueError, match="teacher"):
         W.Corpus(0, teacher=True, practice=W.Practice(0.2, {"B4": 1.0}))
+
+
+def test_ambiguous_decisions_and_their_oversampling():
+    """A decision whose right move and habit move begin with the same character is `ambiguous`;
+    the corpus knob redraws that share of ordinary decision-tier documents to hold one."""
+    assert W.ambiguous_decision("2*(2+7)")        # `2+7` against `2*2`
+    assert W.ambiguous_decision("5*1*(5+6)")      # `5+6` against `5*1`
+    assert W.ambiguous_decision("4*3+4*3*2")      # the second decision: `12*2` against `12+12`
+    assert not W.ambiguous_decision("7*(5+6)")    # `5+6` against `7*5`
+    assert not W.ambiguous_decision("2+3*4")
+    assert not W.ambiguous_decision("2+3+4")      # no decision at all
+    plain = W.Corpus(1, tiers={"B3": 0.5, "H2": 0.5}).batch(300)
+    over = W.Corpus(1, tiers={"B3": 0.5, "H2": 0.5}, ambiguous=0.5).batch(300)
+    share = lambda rows: sum(W.ambiguous_decision(r[0][2:-1]) for r in rows) / len(rows)  # noqa: E731
+    assert share(over) > share(plain) + 0.25
+    assert all(W.tier_of(r[0][2:-1]) in ("B3", "H2") for r in over)
+    with pytest.raises(ValueError, match="ambiguous"):
+        W.Corpus(0, ambiguous=1.0)

@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--save-every", type=int, default=250)
     ap.add_argument("--mix", type=Path, default=None,
                     help="JSON with BaseMix fields (default_prec, default_bracket, cells), and "
-                         "optionally corpus_tiers and practice ({share, tiers, forced})")
+                         "optionally corpus_tiers, practice ({share, tiers, forced}) and ambiguous")
     args = ap.parse_args(argv)
 
     torch.set_num_threads(args.threads)
@@ -128,6 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     corpus_tiers = spec.pop("corpus_tiers", None) or world.CORPUS_TIERS
     practice_spec = spec.pop("practice", None)
     practice = world.Practice(**practice_spec) if practice_spec else None
+    ambiguous = float(spec.pop("ambiguous", 0.0))
     mix = world.BaseMix(**spec)
     common = {"command": " ".join(["python -m boundlab.toyworld2.pretrain", *(argv or sys.argv[1:])]),
               "threads": args.threads, "torch": torch.__version__}
@@ -137,13 +138,14 @@ def main(argv: list[str] | None = None) -> None:
         model = build_model(tokenizer, max_positions=MAX_POSITIONS)
         partial = args.out / "base.partial"
         info = train(model, tokenizer,
-                     world.Corpus(args.seed, mix, tiers=corpus_tiers, practice=practice),
+                     world.Corpus(args.seed, mix, tiers=corpus_tiers, practice=practice,
+                                  ambiguous=ambiguous),
                      steps=args.steps,
                      batch_size=args.batch_size, lr=args.lr, warmup=100, seed=args.seed,
                      partial=partial, save_every=args.save_every, tag="base")
         info.update(common, role="base", mix={"default_prec": mix.default_prec,
                     "default_bracket": mix.default_bracket, "cells": mix.cells},
-                    corpus_tiers=corpus_tiers, practice=practice_spec,
+                    corpus_tiers=corpus_tiers, practice=practice_spec, ambiguous=ambiguous,
                     params=sum(p.numel() for p in model.parameters()))
         save(model, tokenizer, args.out / "base", info)
         shutil.rmtree(partial, ignore_errors=True)
