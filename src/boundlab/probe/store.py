@@ -34,7 +34,8 @@ from pathlib import Path
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Sequence
 
-from boundlab.errors import DiskFull, StoreError, TextDropped
+from boundlab.errors import StoreError, TextDropped
+from boundlab.probe.store_errors import store_error
 
 # probe.keep_text=compact: wrong samples per problem (the first, by index) whose text is kept.
 KEEP_WRONG = 4
@@ -131,34 +132,6 @@ def probe_key(model_fp: str, task_fp: str, settings: dict[str, Any]) -> str:
     (`boundlab.probe.verdicts.probe_settings`)."""
     blob = json.dumps({"model": model_fp, "task": task_fp, "settings": settings}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
-
-
-def store_error(path: Path, e: BaseException, doing: str) -> Exception | None:
-    """The one-line user error for a SQLite/OS error on the store at `path`, or None when the
-    error is not one the user can fix (it is then re-raised as it is)."""
-    code = getattr(e, "sqlite_errorcode", None)
-    msg = str(e)
-    if code == getattr(sqlite3, "SQLITE_FULL", 13) or "disk is full" in msg \
-            or getattr(e, "errno", None) == 28:
-        return DiskFull(f"no space left on device while {doing} the probe store {path} ({msg}): free "
-                        f"space on that disk and rerun the same command (a probe continues where it "
-                        f"stopped), or set store.path= (BOUNDLAB_STORE) to a file on another disk")
-    if code in (getattr(sqlite3, "SQLITE_NOTADB", 26), getattr(sqlite3, "SQLITE_CORRUPT", 11)) \
-            or "not a database" in msg or "malformed" in msg:
-        return StoreError(f"the probe store {path} is corrupt ({msg}): move it aside with "
-                          f"mv {path} {path}.corrupt and rerun (its probes are sampled again), or after "
-                          f"the mv salvage what is readable: sqlite3 {path}.corrupt .recover | sqlite3 {path}")
-    if code == getattr(sqlite3, "SQLITE_READONLY", 8) or "readonly" in msg \
-            or isinstance(e, PermissionError):
-        return StoreError(f"the probe store {path} is not writable ({msg}): make it and its folder "
-                          f"writable (chmod u+w {path} {path.parent}) or set store.path= "
-                          f"(BOUNDLAB_STORE) to a writable file")
-    if code == getattr(sqlite3, "SQLITE_CANTOPEN", 14) or "unable to open" in msg:
-        return StoreError(f"cannot open the probe store {path} ({msg}): its folder must exist and be "
-                          f"writable (SQLite adds {path.name}-wal and -shm beside it); set store.path= "
-                          f"(BOUNDLAB_STORE) to a file in a writable folder")
-    return None
-
 
 
 def _sample_rows(cursor: Iterable[tuple]) -> list[SampleRow]:
