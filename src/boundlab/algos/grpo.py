@@ -83,8 +83,14 @@ def _grpo_family(x: BuildInputs, loss_type: str, scale_rewards: str):
     # adaptive form, use_adaptive_entropy, is not exposed).
     args = GRPOConfig(**training_args_common(x.cfg, x.output_dir, x.report_to), **_rl_args(x.cfg),
                       loss_type=loss_type, scale_rewards=scale_rewards, entropy_coef=x.cfg.algo.entropy_coef)
+    return _shaped_trainer(GRPOTrainer, x, args)
+
+
+def _shaped_trainer(trainer_cls, x: BuildInputs, args):
+    """A TRL trainer on the task's reward functions, with the unlikeliness reward appended and bound
+    to it when algo.shaping.unlikeliness is set."""
     funcs, shaper = with_unlikeliness(x.cfg, x.reward_funcs)
-    trainer = GRPOTrainer(model=x.model, reward_funcs=funcs, args=args, train_dataset=x.dataset,
+    trainer = trainer_cls(model=x.model, reward_funcs=funcs, args=args, train_dataset=x.dataset,
                           processing_class=x.tokenizer, callbacks=x.callbacks, peft_config=x.peft_config)
     if shaper is not None:
         shaper.bind(trainer)
@@ -109,12 +115,7 @@ def build_rloo(x: BuildInputs):
 
     check_rloo(x.cfg)
     args = RLOOConfig(**training_args_common(x.cfg, x.output_dir, x.report_to), **_rl_args(x.cfg))
-    funcs, shaper = with_unlikeliness(x.cfg, x.reward_funcs)
-    trainer = RLOOTrainer(model=x.model, reward_funcs=funcs, args=args, train_dataset=x.dataset,
-                          processing_class=x.tokenizer, callbacks=x.callbacks, peft_config=x.peft_config)
-    if shaper is not None:
-        shaper.bind(trainer)
-    return trainer
+    return _shaped_trainer(RLOOTrainer, x, args)
 
 
 GRPO = Algorithm("grpo", "grpo", build_grpo, (check_grpo,))
