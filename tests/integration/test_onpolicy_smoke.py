@@ -14,6 +14,8 @@ from safetensors.torch import load_file
 
 from boundlab.toyworld2.paths import base_model_dir
 
+from onpolicy_build import build_trainer, train_cfg  # tests/integration, shared
+
 ROOT = Path(__file__).resolve().parents[2]
 ALGOS = ["ppo", "reinforce_pp", "reinforce_pp_baseline", "remax", "dapo", "passk_grpo", "weighted_reinforce",
          "nsr"]
@@ -82,42 +84,13 @@ def test_smoke_trains_and_probes(tmp_path, algo):
 
 # ---- in process: PPO's critic across a resume; build-time refusals ----
 
-def _cfg(*overrides):
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from boundlab.config import register_configs
-
-    register_configs()
-    GlobalHydra.instance().clear()
-    # The first edition's model (experiment=toy1): the prompts below are its `Q:a-b*c;`, and its
-    # completions end at varied lengths within 8 tokens, so the parity reward varies.
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        return compose(config_name="train", overrides=["experiment=toy1", *overrides])
-
-
-def _build(cfg, out_dir):
-    from datasets import Dataset
-
-    from boundlab.algos import BuildInputs
-    from boundlab.algos.onpolicy import build_onpolicy
-    from boundlab.models import load_model, load_tokenizer
-
-    tok = load_tokenizer(cfg.model)
-    model = load_model(cfg.model)
-    data = Dataset.from_list([{"prompt": f"Q:{i}-3*4;", "problem_id": f"p{i}"} for i in range(8)])
-
-    def parity(prompts, completions, problem_id, **_):
-        return [float(len(c) % 2) for c in completions]
-
-    return build_onpolicy(cfg.algo.name, BuildInputs(cfg, model, tok, data, [parity], [], str(out_dir), []))
 
 
 def test_ppo_critic_is_saved_beside_the_policy_and_restored_on_resume(tmp_path):
     from transformers import AutoModelForCausalLM
 
-    cfg = _cfg("algo=ppo", "debug=smoke", "train.max_steps=2", "algo.max_completion_length=8")
-    first = _build(cfg, tmp_path / "ckpt")
+    cfg = train_cfg("algo=ppo", "debug=smoke", "train.max_steps=2", "algo.max_completion_length=8")
+    first = build_trainer(cfg, tmp_path / "ckpt")
     first.train()
     ckpt = tmp_path / "ckpt" / "checkpoint-2"
     # The checkpoint root is the policy alone, loadable as a causal LM (what the probe does).
@@ -125,7 +98,7 @@ def test_ppo_critic_is_saved_beside_the_policy_and_restored_on_resume(tmp_path):
     saved_critic = load_file(ckpt / "critic" / "model.safetensors")
     saved_policy = load_file(ckpt / "model.safetensors")
 
-    again = _build(cfg, tmp_path / "ckpt")
+    again = build_trainer(cfg, tmp_path / "ckpt")
     assert changed_keys(saved_critic, again.model.critic.state_dict()), "a fresh critic should differ"
     # What the networks hold when training goes on (HF runs one more step even at max_steps).
     seen = {}
@@ -145,9 +118,9 @@ def test_ppo_critic_is_saved_beside_the_policy_and_restored_on_resume(tmp_path):
 
 def test_micro_batches_add_up_to_the_round_loss(tmp_path):
     # The same round trained as 1 or as 3 accumulation micro-batches gives the same gradient.
-    cfg = _cfg("algo=dapo", "debug=smoke", "algo.onpolicy.dynamic_sampling=false", "algo.max_completion_length=8",
+    cfg = train_cfg("algo=dapo", "debug=smoke", "algo.onpolicy.dynamic_sampling=false", "algo.max_completion_length=8",
                "algo.onpolicy.overlong_buffer=0")
-    trainer = _build(cfg, tmp_path / "ckpt")
+    trainer = build_trainer(cfg, tmp_path / "ckpt")
     model = trainer.model
     batch = trainer._make_round(model, {"prompt": ["Q:1+2*3;", "Q:9-2*4;"], "problem_id": ["a", "b"]})
     # Fixed, non-trivial advantages, so the check does not depend on what was sampled.
@@ -181,22 +154,22 @@ def test_combinations_that_cannot_be_honoured_fail_at_build_time(algo, overrides
     from boundlab.algos.onpolicy import settings_from_cfg
 
     with pytest.raises(ValueError, match=needle):
-        settings_from_cfg(algo, _cfg(f"algo={algo}", *overrides))
+        settings_from_cfg(algo, train_cfg(f"algo={algo}", *overrides))
 
 
 def test_kl_placement_defaults():
     from boundlab.algos.onpolicy import settings_from_cfg
 
-    s = settings_from_cfg("ppo", _cfg("algo=ppo", "kl.coef=0.1"))
+    s = settings_from_cfg("ppo", train_cfg("algo=ppo", "kl.coef=0.1"))
     assert (s.kl_where, s.kl_estimator) == ("reward", "k1")
-    s = settings_from_cfg("dapo", _cfg("algo=dapo", "kl.coef=0.1"))
+    s = settings_from_cfg("dapo", train_cfg("algo=dapo", "kl.coef=0.1"))
     assert (s.kl_where, s.kl_estimator) == ("loss", "k3")
-    s = settings_from_cfg("reinforce_pp", _cfg("algo=reinforce_pp"))
+    s = settings_from_cfg("reinforce_pp", train_cfg("algo=reinforce_pp"))
     assert s.kl_where == "none"
 
 
 def test_no_reference_model_without_kl(tmp_path):
-    trainer = _build(_cfg("algo=reinforce_pp", "debug=smoke"), tmp_path / "ckpt")
+    trainer = build_trainer(train_cfg("algo=reinforce_pp", "debug=smoke"), tmp_path / "ckpt")
     assert trainer.ref_model is None
-    trainer = _build(_cfg("algo=reinforce_pp", "debug=smoke", "kl.coef=0.1"), tmp_path / "ckpt2")
+    trainer = build_trainer(train_cfg("algo=reinforce_pp", "debug=smoke", "kl.coef=0.1"), tmp_path / "ckpt2")
     assert trainer.ref_model is not None and not any(p.requires_grad for p in trainer.ref_model.parameters())

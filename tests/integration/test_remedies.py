@@ -16,37 +16,12 @@ import pytest
 import torch
 from torch import nn
 
+from onpolicy_build import build_trainer, train_cfg  # tests/integration, shared
+
 ROOT = Path(__file__).resolve().parents[2]
 torch.set_num_threads(1)
 
 
-def _cfg(*overrides):
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from boundlab.config import register_configs
-
-    register_configs()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        return compose(config_name="train", overrides=["experiment=toy1", *overrides])
-
-
-def _build(cfg, out_dir):
-    from datasets import Dataset
-
-    from boundlab.algos import BuildInputs
-    from boundlab.algos.onpolicy import build_onpolicy
-    from boundlab.models import load_model, load_tokenizer
-
-    tok = load_tokenizer(cfg.model)
-    model = load_model(cfg.model)
-    data = Dataset.from_list([{"prompt": f"Q:{i}-3*4;", "problem_id": f"p{i}"} for i in range(8)])
-
-    def parity(prompts, completions, problem_id, **_):
-        return [float(len(c) % 2) for c in completions]
-
-    return build_onpolicy(cfg.algo.name, BuildInputs(cfg, model, tok, data, [parity], [], str(out_dir), []))
 
 
 DAPO = ["algo=dapo", "debug=smoke", "algo.onpolicy.dynamic_sampling=false", "algo.max_completion_length=8",
@@ -55,7 +30,7 @@ PROMPTS = {"prompt": ["Q:1+2*3;", "Q:9-2*4;"], "problem_id": ["a", "b"]}
 
 
 def test_entropy_bonus_is_minus_coef_times_the_token_mean_entropy_in_the_onpolicy_loss(tmp_path):
-    trainer = _build(_cfg(*DAPO, "algo.entropy_coef=0.05"), tmp_path / "ckpt")
+    trainer = build_trainer(train_cfg(*DAPO, "algo.entropy_coef=0.05"), tmp_path / "ckpt")
     assert trainer.s.entropy_coef == 0.05
     model = trainer.model
     batch = trainer._make_round(model, PROMPTS)
@@ -78,7 +53,7 @@ def test_entropy_bonus_is_minus_coef_times_the_token_mean_entropy_in_the_onpolic
 
 
 def test_unlikeliness_shapes_the_onpolicy_scores_by_rank_in_the_group(tmp_path):
-    trainer = _build(_cfg(*DAPO, "algo.shaping.unlikeliness=0.5"), tmp_path / "ckpt")
+    trainer = build_trainer(train_cfg(*DAPO, "algo.shaping.unlikeliness=0.5"), tmp_path / "ckpt")
     k = trainer.s.rollouts
     batch = trainer._make_round(trainer.model, PROMPTS)
     assert batch.old_logp is not None  # the ranking needs the rollout policy's log-probs
@@ -113,7 +88,7 @@ def test_trl_unlikeliness_reward_by_hand():
     from boundlab.algos.shaping import UnlikelinessReward
     from boundlab.models import load_tokenizer
 
-    tok = load_tokenizer(_cfg().model)
+    tok = load_tokenizer(train_cfg().model)
     v = len(tok)
     x, y, z = 5, 6, 7
     w = torch.full((v,), 0.25 / (v - 2))
@@ -163,7 +138,7 @@ def test_remedy_knobs_refused_in_one_line(overrides, needle):
     from boundlab.validate import validate
 
     with pytest.raises(ConfigError) as e:
-        validate(_cfg("debug=smoke", *overrides))
+        validate(train_cfg("debug=smoke", *overrides))
     assert needle in str(e.value) and "\n" not in str(e.value), str(e.value)
 
 
@@ -174,7 +149,7 @@ def test_remedy_knobs_accepted_where_they_apply():
               ["algo=dr_grpo", "algo.shaping.unlikeliness=0.25"], ["algo=rloo", "algo.shaping.unlikeliness=0.25"],
               ["algo=dapo", "algo.shaping.unlikeliness=0.25", "algo.entropy_coef=0.01"],
               ["algo=reinforce_pp_baseline", "algo.shaping.unlikeliness=0.25"], ["algo=nsr"]):
-        validate(_cfg("debug=smoke", *o))
+        validate(train_cfg("debug=smoke", *o))
 
 
 @pytest.mark.slow
