@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from boundlab.toyworld2.audit import weights_sha256
 from boundlab.toyworld2.paths import base_model_dir, teacher_model_dir
 
 pytestmark = pytest.mark.skipif(not (base_model_dir() / "model.safetensors").exists(),
@@ -42,3 +43,26 @@ def test_audit_on_a_tiny_probe(tmp_path):
     ppl = a["perplexity_under_base"]
     assert ppl["teacher_X_traces"] > 2 * ppl["canonical_H1_traces"]
     assert set(a["checks"]) == {"decision_rates_within_2x", "luck", "support", "unsaturated_B_H2"}
+    assert a["base_sha256"] == weights_sha256(base_model_dir())
+
+    # The teacher alone, on top of that audit of the same base: the base sections are kept as they
+    # are (same n, problems and seed), the teacher is sampled again, and the check that ties them is
+    # the weights' sha256.
+    out2 = tmp_path / "audit_teacher.json"
+    r = subprocess.run([sys.executable, "-m", "boundlab.toyworld2.audit", "--base-audit", str(out),
+                        "--teacher", str(teacher_model_dir()), "--out", str(out2)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    b = json.loads(out2.read_text())
+    for key in ("decision_rates", "tiers", "composition", "support", "n", "per_tier", "seed"):
+        assert b[key] == a[key], key
+    assert b["teacher"] == a["teacher"] and b["perplexity_under_base"] == a["perplexity_under_base"]
+    assert b["teacher_sha256"] == weights_sha256(teacher_model_dir())
+
+    # An audit of other weights is refused, in one line.
+    a["base_sha256"] = "0" * 64
+    out.write_text(json.dumps(a))
+    r = subprocess.run([sys.executable, "-m", "boundlab.toyworld2.audit", "--base-audit", str(out),
+                        "--out", str(tmp_path / "x.json")], capture_output=True, text=True, timeout=600)
+    assert r.returncode != 0 and "cannot be reused" in r.stderr
+    assert not (tmp_path / "x.json").exists()

@@ -3,6 +3,7 @@ known, nonzero rate, and can no luck pass for reasoning?
 
     python -m boundlab.toyworld2.audit                          # the shipped base and teacher
     python -m boundlab.toyworld2.audit --base DIR --n 64 --per-tier 8 --support-n 128 --out a.json
+    python -m boundlab.toyworld2.audit --base-audit a.json     # reuse a.json's base part, add the teacher
 
 Printed and saved (JSON, `--out`; the shipped models' audit is `assets/audit.json`):
 
@@ -25,6 +26,7 @@ toy world (`boundlab.sampling.compact`), one torch thread by default.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import time
@@ -181,25 +183,50 @@ def perplexity(model, tok, pairs: list[tuple[str, str]]) -> float:
     return math.exp(nll / count)
 
 
+def weights_sha256(model_dir: Path) -> str:
+    """The sha256 of a model folder's `model.safetensors`: what ties an audit to the weights."""
+    h = hashlib.sha256()
+    with open(Path(model_dir) / "model.safetensors", "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def run_audit(base: Path, teacher: Path | None, n: int = 256, per_tier: int = 50,
-              support_n: int = 1024, support_per_tier: int = 50, seed: int = 0) -> dict:
+              support_n: int = 1024, support_per_tier: int = 50, seed: int = 0,
+              base_audit: dict | None = None) -> dict:
+    """`base_audit`: an earlier audit of the same weights (checked by sha256) whose base sections are
+    kept as they are, so only the teacher is sampled; its n, per_tier and seed are used."""
     t0 = time.time()
-    problems = toy2_problems("test", per_tier=per_tier)
-    model, tok = _load(base)
-    vs = _verdicts(model, tok, problems, n, seed)
-    rates = decision_rates([row for p, row in zip(problems, vs) if p.meta["tier"] != "X"],
-                           corpus_mix(base))
-    tiers = tier_summary(problems, vs, n)
-    res: dict = {"base": str(base), "n": n, "per_tier": per_tier, "seed": seed,
-                 "decision_rates": rates, "tiers": tiers,
-                 "composition": composition(rates, tiers, problems)}
-    sup_problems = toy2_problems("test", tiers=list(SUPPORT_TIERS), per_tier=support_per_tier)
-    res["support"] = support(model, tok, sup_problems, support_n, seed + 1)
+    sha = weights_sha256(base)
+    if base_audit is not None:
+        if base_audit.get("base_sha256") != sha:
+            raise SystemExit(f"audit: the earlier audit is of weights {base_audit.get('base_sha256')}, "
+                             f"not of {base} ({sha}): it cannot be reused")
+        res = {k: v for k, v in base_audit.items()
+               if k not in ("teacher", "perplexity_under_base", "checks", "seconds")}
+        res["base"] = str(base)
+        n, per_tier, seed = res["n"], res["per_tier"], res["seed"]
+        problems = toy2_problems("test", per_tier=per_tier)
+        model, tok = _load(base)
+    else:
+        problems = toy2_problems("test", per_tier=per_tier)
+        model, tok = _load(base)
+        vs = _verdicts(model, tok, problems, n, seed)
+        rates = decision_rates([row for p, row in zip(problems, vs) if p.meta["tier"] != "X"],
+                               corpus_mix(base))
+        tiers = tier_summary(problems, vs, n)
+        res = {"base": str(base), "base_sha256": sha, "n": n, "per_tier": per_tier, "seed": seed,
+               "decision_rates": rates, "tiers": tiers,
+               "composition": composition(rates, tiers, problems)}
+        sup_problems = toy2_problems("test", tiers=list(SUPPORT_TIERS), per_tier=support_per_tier)
+        res["support"] = support(model, tok, sup_problems, support_n, seed + 1)
     if teacher is not None:
         tm, ttok = _load(teacher)
         tvs = _verdicts(tm, ttok, problems, max(8, n // 16), seed + 2)
         res["teacher"] = {t: {"strict_pass@1": d["strict_pass@1"]}
                           for t, d in tier_summary(problems, tvs, max(8, n // 16)).items()}
+        res["teacher_sha256"] = weights_sha256(teacher)
         x_pairs = [(prompt(p.question), canonical_trace(p.question))
                    for p in problems if p.meta["tier"] == "X"]
         h1_pairs = [(prompt(p.question), canonical_trace(p.question))
@@ -208,6 +235,8 @@ def run_audit(base: Path, teacher: Path | None, n: int = 256, per_tier: int = 50
                                         "canonical_H1_traces": perplexity(model, tok, h1_pairs)}
     res["checks"] = checks(res)
     res["seconds"] = round(time.time() - t0, 1)
+    if base_audit is not None:
+        res["seconds_base_sections"] = base_audit.get("seconds")
     return res
 
 
@@ -260,14 +289,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--support-per-tier", type=int, default=50)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--base-audit", type=Path, default=None,
+                    help="an earlier audit JSON of the same base weights (sha256-checked): keep its "
+                         "base sections and sample only the teacher")
     ap.add_argument("--out", type=Path, default=None,
                     help="JSON file (default: assets/audit.json when auditing the shipped base)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     teacher = None if args.no_teacher else (args.teacher or (
         teacher_model_dir() if args.base == base_model_dir() else None))
+    base_audit = json.loads(args.base_audit.read_text()) if args.base_audit else None
     res = run_audit(args.base, teacher, args.n, args.per_tier, args.support_n,
-                    args.support_per_tier, args.seed)
+                    args.support_per_tier, args.seed, base_audit=base_audit)
     _print(res)
     out = args.out or (assets_dir() / "audit.json" if args.base == base_model_dir() else None)
     if out:

@@ -117,14 +117,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--teacher-lr", type=float, default=1e-3)
     ap.add_argument("--save-every", type=int, default=250)
-    ap.add_argument("--mix", type=Path, default=None,
+    # The shipped models were pretrained on assets/mix.json, so `--seed 0` alone reproduces them.
+    ap.add_argument("--mix", type=Path, default=assets_dir() / "mix.json",
                     help="JSON with BaseMix fields (default_prec, default_bracket, cells), and "
-                         "optionally corpus_tiers, practice ({share, tiers, forced}) and ambiguous")
+                         "optionally corpus_tiers, practice ({share, tiers, forced}) and ambiguous "
+                         "(default: the shipped models' assets/mix.json)")
     args = ap.parse_args(argv)
 
     torch.set_num_threads(args.threads)
     tokenizer = build_tokenizer()
-    spec = json.loads(args.mix.read_text()) if args.mix else {}
+    if not args.mix.is_file():
+        sys.exit(f"pretrain: --mix {args.mix} is not a file")
+    spec = json.loads(args.mix.read_text())
     corpus_tiers = spec.pop("corpus_tiers", None) or world.CORPUS_TIERS
     practice_spec = spec.pop("practice", None)
     practice = world.Practice(**practice_spec) if practice_spec else None
