@@ -180,3 +180,20 @@ def test_verifier_hands_free_form_math_to_math_verify(typed):
 def test_verifier_needs_an_answer_kind(typed):
     with pytest.raises(ValueError, match="answer_kind"):
         typed.score(Problem("x", "q", "1", {}), ["\\boxed{1}"])
+
+
+def test_verify_typed_block_reaches_the_verifier():
+    # `verify.typed.extraction=boxed` (the RL reward rule): an unboxed "answer is" no longer counts.
+    from omegaconf import OmegaConf
+
+    from boundlab.config import VerifyConfig
+    from boundlab.verify import build_verifier, verifier_options
+
+    cfg = OmegaConf.structured(VerifyConfig)
+    cfg.typed.extraction = "boxed"
+    opts = verifier_options("typed", cfg)
+    assert opts["extraction"] == "boxed" and opts["workers"] == 2
+    with build_verifier("typed", **opts) as v:
+        got = v.score(_p("choice", "C", ANGLES), ["the answer is C.", "\\boxed{C}"])
+        assert [(x.correct, x.outcome) for x in got] == [(False, "no_answer"), (True, "correct")]
+        assert v.identity()["settings"]["extraction"] == "boxed"

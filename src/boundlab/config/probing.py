@@ -237,6 +237,9 @@ class VerifyConfig:
     math: MathVerifyConfig = field(default_factory=MathVerifyConfig)
     # The code verifier's settings.
     code: CodeVerifyConfig = field(default_factory=CodeVerifyConfig)
+    # The typed verifier's settings (mathvista, mathvision): the math verifier's keys, for the
+    # answers it extracts and the free-form ones it hands to math-verify.
+    typed: MathVerifyConfig = field(default_factory=MathVerifyConfig)
 
 
 # Keys that were flat before the per-verifier and per-sampler blocks existed, and where each lives
