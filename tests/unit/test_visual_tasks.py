@@ -193,3 +193,23 @@ def test_wrong_paths_are_one_line(tmp_path):
     with pytest.raises(DataError, match=r"^task=mathvista: task.image_dir=\S+ is not a folder"):
         build_task(_task_cfg("mathvista", f"task.path={VISTA / 'testmini.jsonl'}",
                              f"task.image_dir={tmp_path / 'none'}"))
+
+
+def test_mathvista_github_json_is_named_with_the_conversion(tmp_path):
+    # The GitHub release's testmini.json: one object keyed by pid, pretty-printed.
+    rows = {r["pid"]: r for r in _rows(VISTA)}
+    f = tmp_path / "testmini.json"
+    f.write_text(json.dumps(rows, indent=4))
+    with pytest.raises(DataError) as e:
+        load_mathvista(f, VISTA)
+    assert str(e.value).startswith(f"{f}: one JSON object spanning lines (MathVista's GitHub testmini.json")
+    # ... and the conversion it names gives a file that loads.
+    import subprocess
+    import sys
+
+    cmd = str(e.value).split("python -c ", 1)[1]
+    code, rest = cmd.split('" ', 1)
+    out = subprocess.run([sys.executable, "-c", code.strip('"'), str(f)], capture_output=True, text=True,
+                         check=True).stdout
+    (tmp_path / "testmini.jsonl").write_text(out)
+    assert len(load_mathvista(tmp_path / "testmini.jsonl", VISTA)) == len(rows)

@@ -129,8 +129,21 @@ def _mathvista_hint(qtype: str, atype: str, precision: int | None) -> str:
             "final list, e.g., [1, 2, 3], [1.2, 1.3, 1.4], at the end.")
 
 
+def _not_a_keyed_json(path: Path) -> None:
+    """MathVista's GitHub release is one JSON object keyed by pid (`testmini.json`), not JSONL: say so
+    and how to convert, instead of "bad JSON at line 1"."""
+    with open(path, "rb") as f:
+        head = f.read(64).lstrip()
+    if head.split(b"\n", 1)[0].strip() == b"{":  # a JSONL row opens and closes on its own line
+        raise DataError(f"{path}: one JSON object spanning lines (MathVista's GitHub testmini.json, "
+                        f"keyed by pid?); this task reads one row per line: python -c \"import json,"
+                        f"sys; [print(json.dumps(r)) for r in json.load(open(sys.argv[1])).values()]\" "
+                        f"{path.name} > testmini.jsonl")
+
+
 def load_mathvista(path: str | Path, image_dir: str | Path, check_images: bool = True) -> list[Problem]:
     path, image_dir = Path(path), Path(image_dir)
+    _not_a_keyed_json(path)
     out, seen = [], {}
     for lineno, r in iter_jsonl(path):
         where = f"{path}:{lineno}"
