@@ -119,6 +119,9 @@ def test_to_number(s, n):
     ("Answer: quarter to\nDone.", "quarter to"),
     ("the final answer is [2, 3].", "[2, 3]."),
     ("A is wrong and B is wrong too.", None),
+    ("So the answer is: B", "B"),
+    ("Hence the correct option is (D).", "(D)."),
+    ("**Answer:** C", "** C"),
 ])
 def test_anchored_statement(text, said):
     assert anchored_statement(text) == said

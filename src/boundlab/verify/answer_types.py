@@ -48,8 +48,9 @@ _LETTER_TEXT = re.compile(r"(?:\(([A-Za-z])\)|([A-Z])[.:)])\s*(.+)", re.S)
 _NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[-+]?\.\d+")
 _UNIT_TAIL = re.compile(r"\s*(?:°|%|[A-Za-z]{1,5}(?:\^?\{?[23]\}?|[\u00b2\u00b3])?)?\s*")
 _FRACTION = re.compile(r"([-+]?)\\d?frac\s*\{\s*(-?\d+)\s*\}\s*\{\s*(-?\d+)\s*\}|([-+]?\d+)\s*/\s*(\d+)")
-# "the answer is X", "Answer: X", "final answer: X" (the last one in the text counts).
-_ANCHOR = re.compile(r"(?i)\b(?:final answer|correct answer|answer)\s*(?:is\b|:|=)\s*(?:option\s+|choice\s+)?")
+# "the answer is X", "Answer: X", "the answer is: X", "the correct option is X" (the last one counts).
+_ANCHOR = re.compile(r"(?i)\b(?:final answer|correct answer|correct option|correct choice|answer)"
+                     r"\s*(?:is\b\s*:?|:|=)\s*(?:option\s+|choice\s+)?")
 
 
 def clean(s: str) -> str:
