@@ -95,6 +95,7 @@ def test_numbers(gold, answer, kind, precision, ok):
     ("[2, 3]", "[2, 3]", True), ("[2, 3]", "2, 3", True), ("[2, 3]", "(2,3)", True),
     ("[2, 3]", "[3, 2]", False), ("[2, 3]", "[2, 3, 4]", False), ("[1.5, 2]", "[1.50, 2]", True),
     ("[2, 3]", "[2, x]", False),
+    ("[a, b]", "[A, B]", True), ("[a, b]", "[a, c]", False),  # not numbers: compared as text
 ])
 def test_lists(gold, answer, ok):
     assert judge("list", gold, answer)[0] is ok

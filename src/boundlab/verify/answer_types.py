@@ -114,9 +114,12 @@ def number_matches(gold: str, answer: str, kind: str, precision: int | None) -> 
 
 
 def list_matches(gold: str, answer: str, precision: int | None) -> bool:
-    """Same numbers, same order: `[1, 2.5]` vs `[1, 2.50]`, `(1, 2.5)` or `1, 2.5`."""
+    """Same numbers, same order: `[1, 2.5]` vs `[1, 2.50]`, `(1, 2.5)` or `1, 2.5`. A gold list that
+    is not all numbers is compared as text (case and spaces ignored)."""
     gs, as_ = _items(gold), _items(answer)
-    if gs is None or as_ is None or len(gs) != len(as_):
+    if gs is None:
+        return text_key(gold) == text_key(answer)
+    if as_ is None or len(gs) != len(as_):
         return False
     return all(number_matches(g, a, "float" if "." in g else "integer", precision)
                for g, a in zip(gs, as_))
