@@ -181,6 +181,18 @@ def test_verifier_hands_free_form_math_to_math_verify(typed):
     assert got[0].info["kind"] == "math"
 
 
+def test_verifier_reads_the_answer_after_the_think_block(typed):
+    p = _p("choice", "C", ANGLES)
+    got = typed.score(p, ["<think>maybe \\boxed{A}</think> \\boxed{C}",   # the draft box is not a hedge
+                          "<think>it is \\boxed{C}</think>",                # nothing after: the whole text
+                          "<think>it is \\boxed{C}</think> The answer is A.",  # what follows counts
+                          "maybe \\boxed{A}, no: \\boxed{C}"])              # no think block: a hedge
+    assert [(v.correct, v.outcome) for v in got] == [(True, "correct"), (True, "correct"),
+                                                     (False, "wrong"), (False, "hedge")]
+    math = typed.score(_p("math", "2\\sqrt{3}"), ["<think>\\boxed{3}</think> \\boxed{2\\sqrt{3}}"])
+    assert math[0].correct
+
+
 def test_verifier_needs_an_answer_kind(typed):
     with pytest.raises(ValueError, match="answer_kind"):
         typed.score(Problem("x", "q", "1", {}), ["\\boxed{1}"])

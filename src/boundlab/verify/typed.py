@@ -12,6 +12,10 @@ visual benchmarks (MathVista, MathVision; `boundlab.tasks.visual`).
   with its worker pool, hedging rule and timeouts; it is built on first use only.
 - Several answers in the final statement: correct only if every one is; one right and one wrong is
   a `hedge` (as in the math verifier).
+- The tasks' prompt (EasyR1's) asks for the reasoning inside `<think> </think>` and the boxed answer
+  after it: after a closed think block, what follows it is read (a box drafted inside the thinking,
+  close to the final one, would otherwise make a hedge); when nothing after it holds an answer, the
+  whole completion is (EasyR1's own reward reads the last box anywhere).
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ class TypedVerifier(Verifier):
                    cut_off: Sequence[Sequence[bool]] | None = None) -> list[list[Verdict]]:
         out: list[list[Verdict] | None] = [None] * len(items)
         math_idx = []
+        items = [(p, [self._answer_part(c) for c in comps]) for p, comps in items]
         for i, (problem, comps) in enumerate(items):
             kind = answer_kind(problem)
             if kind == "math":
@@ -72,6 +77,15 @@ class TypedVerifier(Verifier):
                 out[i] = [Verdict(v.correct, v.extracted, v.outcome, v.strict,
                                   {**v.info, "kind": "math"}) for v in verdicts]
         return out  # type: ignore[return-value]
+
+    def _answer_part(self, completion: str) -> str:
+        """What follows the last `</think>` when it states an answer (a box, or an anchored
+        statement), else the whole completion."""
+        if "</think>" not in completion:
+            return completion
+        after = completion.rsplit("</think>", 1)[1]
+        ex = extract(after, self.extraction)
+        return after if ex.answers or (self.extraction == "lenient" and anchored_statement(after)) else completion
 
     def _one(self, problem: Problem, kind: str, completion: str, cut_off: bool) -> Verdict:
         meta = problem.meta or {}
