@@ -213,3 +213,17 @@ def test_mathvista_github_json_is_named_with_the_conversion(tmp_path):
                          check=True).stdout
     (tmp_path / "testmini.jsonl").write_text(out)
     assert len(load_mathvista(tmp_path / "testmini.jsonl", VISTA)) == len(rows)
+
+
+@pytest.mark.parametrize("qtype,atype,precision,hint", [
+    ("free_form", "float", 3, "floating-point number with 3 decimal places"),
+    ("free_form", "float", None, "requiring a floating-point number and provide the final value"),
+    ("free_form", "text", None, "provide the final answer at the end"),
+    ("free_form", "list", None, "requiring a Python list"),
+])
+def test_mathvista_hint_names_the_answer_form(tmp_path, qtype, atype, precision, hint):
+    row = dict(_rows(VISTA)[0], question_type=qtype, answer_type=atype, precision=precision,
+               answer="[1, 2]" if atype == "list" else ("blue" if atype == "text" else "1.234"))
+    f = _write(tmp_path, VISTA, [row])
+    p = load_mathvista(f, tmp_path)[0]
+    assert p.question.splitlines()[0].startswith("Hint: ") and hint in p.question.splitlines()[0]

@@ -80,11 +80,11 @@ def _check_image(where: str, path: Path) -> None:
                         f"{str(e)[:80]})") from None
 
 
-def _str(where: str, r: dict, key: str, allow_empty: bool = False) -> str:
+def _str(where: str, r: dict, key: str) -> str:
     v = r.get(key)
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         v = str(v)  # ids and numeric answers are sometimes written as numbers
-    if not isinstance(v, str) or (not allow_empty and not v.strip()):
+    if not isinstance(v, str) or not v.strip():
         raise DataError(f"{where}: field {key!r} must be a non-empty string, got {v!r:.80}")
     return v
 
@@ -122,9 +122,13 @@ def _mathvista_hint(qtype: str, atype: str, precision: int | None) -> str:
                    "place and provide the final value, e.g., 1.2, 1.3, 1.4, at the end.",
                 2: "Hint: Please answer the question requiring a floating-point number with two decimal "
                    "places and provide the final value, e.g., 1.23, 1.34, 1.45, at the end."}[precision]
-    if atype == "float":
+    if atype == "float" and precision is not None:
         return (f"Hint: Please answer the question requiring a floating-point number with {precision} "
                 f"decimal places and provide the final value at the end.")
+    if atype == "float":
+        return "Hint: Please answer the question requiring a floating-point number and provide the final value at the end."
+    if atype == "text":
+        return "Hint: Please answer the question and provide the final answer at the end."
     return ("Hint: Please answer the question requiring a Python list as an answer and provide the "
             "final list, e.g., [1, 2, 3], [1.2, 1.3, 1.4], at the end.")
 
