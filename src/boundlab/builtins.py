@@ -23,10 +23,12 @@ import boundlab.tasks.evalplus  # noqa: F401 - humaneval_plus, mbpp_plus (local 
 import boundlab.tasks.livecodebench  # noqa: F401 - livecodebench (local release files)
 import boundlab.tasks.jsonl  # noqa: F401 - jsonl (any local file)
 import boundlab.tasks.mmath  # noqa: F401 - aime24, aime25
+import boundlab.tasks.visual  # noqa: F401 - mathvista, mathvision (local JSONL + image folder)
 # Verifiers.
 import boundlab.verify.code  # noqa: F401 - code (sandboxed unit tests)
 import boundlab.verify.exact  # noqa: F401 - exact
 import boundlab.verify.math  # noqa: F401 - math (math-verify)
+import boundlab.verify.typed  # noqa: F401 - typed (choices, numbers with precision; math-verify for the rest)
 # Samplers: hf and vllm register inside boundlab.sampling (the engines load lazily).
 import boundlab.sampling  # noqa: F401
 # Algorithms: their one list is `_builtins()` in boundlab.algos, which registers them when it is

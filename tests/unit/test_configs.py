@@ -148,3 +148,25 @@ def test_paper_model_presets_carry_the_papers_prompt_and_sampling(model, max_new
         assert (cfg.probe.n, cfg.probe.temperature, cfg.probe.top_p) == (256, 0.6, 0.95)
         assert cfg.probe.max_new_tokens == max_new
         assert cfg.task.chat is True and cfg.task.system == "You are a helpful assistant."
+
+
+def test_paper_vlm_preset_carries_the_model_prompt_and_sampling():
+    """experiment=paper_qwen2.5_vl_7b with task=mathvista|mathvision: Qwen2.5-VL-7B-Instruct, the
+    chat-wrapped EasyR1 math prompt with the system turn, probe=paper, the sampler on CUDA; composed
+    only (no weights load; it is validated on a GPU machine, refused elsewhere: test_validation)."""
+    from boundlab.tasks.visual import EASYR1_MATH
+
+    for task in ("mathvista", "mathvision"):
+        for primary, ov in (("train", "experiment=paper_qwen2.5_vl_7b"),
+                            ("probe", "+experiment=paper_qwen2.5_vl_7b")):
+            cfg = _compose(primary, [ov, f"task={task}"])
+            check_keys(cfg)
+            _resolve(cfg)
+            assert (cfg.model.name, cfg.model.path) == ("qwen2.5_vl_7b", "Qwen/Qwen2.5-VL-7B-Instruct")
+            assert cfg.model.dtype == "bfloat16" and cfg.model.allow_download is False
+            assert (cfg.probe.n, cfg.probe.temperature, cfg.probe.top_p) == (256, 0.6, 0.95)
+            assert cfg.probe.max_new_tokens == 16384 and cfg.sampler.device == "cuda"
+            assert cfg.task.name == task and cfg.task.chat is True
+            assert cfg.task.system == "You are a helpful assistant."
+            assert cfg.task.template is None  # the task's own prompt: EasyR1's math format
+    assert EASYR1_MATH.startswith("{question} You FIRST think") and EASYR1_MATH.endswith("\\boxed{}.")

@@ -34,12 +34,12 @@ def test_builtins_registers_every_built_in():
             "from boundlab.sampling import SAMPLERS\nfrom boundlab.algos import ALGOS\n"
             "from omegaconf import OmegaConf\n"
             "print(sorted(VERIFIERS.names()))\n"
-            "print({'toy_arith', 'toy2', 'jsonl', 'math500', 'humaneval'} <= set(TASKS.names()))\n"
+            "print({'toy_arith', 'toy2', 'jsonl', 'math500', 'humaneval', 'mathvista', 'mathvision'} <= set(TASKS.names()))\n"
             "print(sorted(SAMPLERS.names()), 'grpo' in ALGOS.names())\n"
             "print(OmegaConf.has_resolver('toy_model'))\n")
     assert r.returncode == 0, r.stderr
     # (the last 4 lines: importing TRL may print a W&B line first)
-    assert r.stdout.splitlines()[-4:] == ["['code', 'exact', 'math', 'toy', 'toy2']", "True",
+    assert r.stdout.splitlines()[-4:] == ["['code', 'exact', 'math', 'toy', 'toy2', 'typed']", "True",
                                           "['hf', 'vllm'] True", "True"]
 
 

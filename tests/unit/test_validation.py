@@ -112,7 +112,7 @@ def _cpu_cases():
         for opt in _options(group):
             # GPU-only choices are refused on a machine without CUDA (tested below).
             if (group, opt) in {("backend", "gpu"), ("backend", "zero2"), ("backend", "zero3"),
-                                ("sampler", "vllm")}:
+                                ("sampler", "vllm"), ("experiment", "paper_qwen2.5_vl_7b")}:
                 continue
             cases.append((group, opt))
     return cases
@@ -177,6 +177,22 @@ def test_vllm_refused_when_not_installed(monkeypatch):
     assert _refused("probe", ["sampler=vllm"]) == (
         "sampler=vllm needs vLLM, which is not installed here: install it on a GPU machine "
         "(pip install 'boundlab[gpu]') or use sampler=hf")
+
+
+@pytest.mark.parametrize("primary,ov", [("probe", "+experiment=paper_qwen2.5_vl_7b"),
+                                         ("train", "experiment=paper_qwen2.5_vl_7b")])
+def test_paper_vlm_preset_is_gpu_only(no_cuda, primary, ov):
+    # A 7B vision-language model at n = 256 is a GPU job: refused at start on a machine without one.
+    assert _refused(primary, [ov]) == (
+        "sampler.device=cuda needs a CUDA GPU and torch sees none here: use sampler=hf with "
+        "sampler.device=auto (or cpu)")
+
+
+def test_paper_vlm_preset_validates_with_cuda(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    validate(_compose("probe", ["+experiment=paper_qwen2.5_vl_7b", "task=mathvista"]))
 
 
 def test_gpu_backend_accepted_with_cuda(monkeypatch):

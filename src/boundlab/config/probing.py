@@ -32,11 +32,17 @@ class ModelConfig:
 @dataclass
 class TaskConfig:
     # Registry name: toy_arith, aime24, aime25, math500, math500_int, gsm8k, minerva, olympiadbench,
-    # amc23, jsonl, humaneval, humaneval_plus, mbpp_plus, livecodebench, code_jsonl ...
+    # amc23, jsonl, humaneval, humaneval_plus, mbpp_plus, livecodebench, code_jsonl, mathvista,
+    # mathvision ...
     name: str = "aime24"
     # Data file for tasks that read local files (jsonl, code_jsonl, humaneval_plus, mbpp_plus,
-    # livecodebench).
+    # livecodebench, mathvista, mathvision).
     path: Optional[str] = None
+    # Visual tasks read from local files (mathvista, mathvision): the folder the rows' image paths
+    # are relative to.
+    image_dir: Optional[str] = None
+    # mathvista / mathvision: keep only multi_choice or free_form questions (null = all).
+    question_type: Optional[str] = None
     # Which split, for tasks that have several (toy_arith: train/test).
     split: str = "test"
     # Prompt template with a {question} field (the only thing substituted; other braces, like
@@ -231,6 +237,9 @@ class VerifyConfig:
     math: MathVerifyConfig = field(default_factory=MathVerifyConfig)
     # The code verifier's settings.
     code: CodeVerifyConfig = field(default_factory=CodeVerifyConfig)
+    # The typed verifier's settings (mathvista, mathvision): the math verifier's keys, for the
+    # answers it extracts and the free-form ones it hands to math-verify.
+    typed: MathVerifyConfig = field(default_factory=MathVerifyConfig)
 
 
 # Keys that were flat before the per-verifier and per-sampler blocks existed, and where each lives

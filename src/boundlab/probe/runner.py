@@ -361,7 +361,8 @@ def export_prompts(task: Task, path: str | Path, tokenizer: Any = None,
     - `prompt`: the exact string our samplers feed the model, written only when it is known: for a
       chat task, when a tokenizer is given (`prompt_model` names its model); for a task without chat
       wrapping, always (it is the same for every model);
-    - `answer`, and the problem's tags (`meta`)."""
+    - `answer`, and the problem's tags (`meta`);
+    - `images`: a visual task's image files (absolute paths), to be shown with the user turn."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as f:
@@ -375,5 +376,7 @@ def export_prompts(task: Task, path: str | Path, tokenizer: Any = None,
                     row["prompt_model"] = model_name
             row["answer"] = p.answer
             row["meta"] = p.meta
+            if p.images:  # a visual task: the engine must show these files with the user turn
+                row["images"] = p.images
             f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
     return path

@@ -21,6 +21,8 @@ class Problem:
     answer: str
     # Task-specific data: tags for breakdowns (level, subject, hard/easy), unit tests, entry points.
     meta: dict[str, Any] = field(default_factory=dict)
+    # Image files shown with the question (visual tasks), absolute paths; empty for text tasks.
+    images: list[str] = field(default_factory=list)
 
 
 @dataclass
