@@ -114,6 +114,7 @@ def problem_map(index: Index, run: RunEntry) -> dict[str, Any]:
                 col["lost"].append(j)
             elif b[0] == 0 and x[0] > 0:
                 col["gained"].append(j)
+    index.flush()  # every probe's counts were just read: the next process reads them from the index
     return {"id": run.id, "problems": ids, "columns": cols, "has_store": index.store(run) is not None}
 
 
