@@ -237,6 +237,8 @@ def test_views_1_2_are_sketched_until_plotly_is_there(site):
     try:
         d.get(site["url"])
         WebDriverWait(d, 15).until(lambda x: "plotly.min.js did not load" in x.find_element(By.ID, "live-status").text)
+        # the curves are sketched first, the bands added when their requests are answered
+        WebDriverWait(d, 10).until(lambda x: x.execute_script(count, "#plot-boundary svg.sketch polygon") == 3)
         assert d.execute_script(count, "svg.sketch") == 2
         # View 1: each checkpoint and the base as a line, and the three bands (null, base, the
         # selected checkpoint) as areas; view 2: pass@1 and pass@n, a marker per checkpoint each.
@@ -245,6 +247,9 @@ def test_views_1_2_are_sketched_until_plotly_is_there(site):
         assert d.execute_script(count, "#plot-steps svg.sketch .sketch-line") == 2
         assert d.execute_script(count, "#plot-steps svg.sketch circle") == 2 * len(site["cks"])
         assert d.find_element(By.ID, "plot-boundary").get_attribute("data-drawn") == "sketch"
+        out = Path(os.environ.get("BOUNDLAB_DASHBOARD_SHOTS") or site["tmp"] / "shots")
+        out.mkdir(parents=True, exist_ok=True)
+        d.find_element(By.ID, "view-boundary").screenshot(str(out / "boundary-sketch.png"))
     finally:
         d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
         d.execute_cdp_cmd("Network.setCacheDisabled", {"cacheDisabled": False})

@@ -128,7 +128,6 @@ async function drawBoundary(bandsFetched) {
   const { nul, base, sel } = bandProbes();
   const bands = bandsFetched || fetchBands();
   document.getElementById("step-label").textContent = sel ? "step " + sel.step + " of " + cks.map((c) => c.step).join(", ") : "no checkpoint probed yet";
-  const traces = [];
   // k on a log axis: at n = 1024 about 160 log-spaced k (every k up to 64) draw the same picture as
   // 1024, and 50 checkpoints stay fast. Every value drawn is the run's own, at that k.
   const pick = (n) => [...new Set(Array.from({ length: 160 }, (_, j) => Math.round(Math.pow(n, j / 159))))]
@@ -137,34 +136,44 @@ async function drawBoundary(bandsFetched) {
   const thin = (p, ys) => { const ks = kset(ys.length); return [ks, ks.map((k) => ys[k - 1])]; };
   const ks = (p) => kset(p.curve.length);
   const ys = (p) => thin(p, p.curve)[1];
-  const notes = [];
-  const [bNul, bBase, bSel] = await Promise.all([bands.nul, bands.base, bands.sel]);
-  const addBand = (p, b, name, colour) => {
-    if (!b) return null;
-    traces.push(...band(ks(p), thin(p, b.low)[1], thin(p, b.high)[1], name, colour));
-    return b.method;
+  const build = (bNul, bBase, bSel) => {
+    const traces = [], notes = [];
+    const addBand = (p, b, name, colour) => {
+      if (!b) return null;
+      traces.push(...band(ks(p), thin(p, b.low)[1], thin(p, b.high)[1], name, colour));
+      return b.method;
+    };
+    if (nul) {
+      const m = addBand(nul, bNul, "null band (base re-probed)", "rgba(120,120,120,0.25)");
+      if (!m) traces.push({ x: ks(nul), y: ys(nul), mode: "lines", line: { dash: "dot", color: "#888" }, name: "null (base re-probed)" });
+    }
+    if (base) {
+      const m = addBand(base, bBase, "base 95% band", "rgba(0,0,0,0.12)");
+      if (m) notes.push("Bands: " + m + "; the pass@1 and pass@n intervals in view 2 are the run's bootstrap CIs.");
+    }
+    if (sel) addBand(sel, bSel, "step " + sel.step + " 95% band", "rgba(214,39,40,0.18)");
+    cks.forEach((p, j) => {
+      if (p === sel) return;
+      traces.push({ x: ks(p), y: ys(p), mode: "lines", line: { color: ramp(cks.length > 1 ? j / (cks.length - 1) : 1), width: 1 },
+        opacity: 0.6, name: "step " + p.step });
+    });
+    if (base) traces.push({ x: ks(base), y: ys(base), mode: "lines", line: { color: "#000", width: 3 }, name: "base" });
+    if (sel) traces.push({ x: ks(sel), y: ys(sel), mode: "lines", line: { color: "#d62728", width: 3 }, name: "step " + sel.step + " (selected)" });
+    return { traces, notes };
   };
-  if (nul) {
-    const m = addBand(nul, bNul, "null band (base re-probed)", "rgba(120,120,120,0.25)");
-    if (!m) traces.push({ x: ks(nul), y: ys(nul), mode: "lines", line: { dash: "dot", color: "#888" }, name: "null (base re-probed)" });
-  }
-  if (base) {
-    const m = addBand(base, bBase, "base 95% band", "rgba(0,0,0,0.12)");
-    if (m) notes.push("Bands: " + m + "; the pass@1 and pass@n intervals in view 2 are the run's bootstrap CIs.");
-  }
-  if (sel) addBand(sel, bSel, "step " + sel.step + " 95% band", "rgba(214,39,40,0.18)");
-  cks.forEach((p, j) => {
-    if (p === sel) return;
-    traces.push({ x: ks(p), y: ys(p), mode: "lines", line: { color: ramp(cks.length > 1 ? j / (cks.length - 1) : 1), width: 1 },
-      opacity: 0.6, name: "step " + p.step });
-  });
-  if (base) traces.push({ x: ks(base), y: ys(base), mode: "lines", line: { color: "#000", width: 3 }, name: "base" });
-  if (sel) traces.push({ x: ks(sel), y: ys(sel), mode: "lines", line: { color: "#d62728", width: 3 }, name: "step " + sel.step + " (selected)" });
   const div = document.getElementById("plot-boundary");
   div.setAttribute("data-step", sel ? sel.step : "");
+  const layout = { margin: { t: 10 }, xaxis: { type: "log", title: { text: "k" } },
+    yaxis: { title: { text: "pass@k (" + (base ? base.metric : "") + ")" }, range: [0, 1.02] }, legend: { orientation: "v" } };
+  // Until plotly is there, the curves are sketched at once and the bands added when they come (a
+  // store that no counts index knows yet is counted for them: seconds).
+  if (!window.Plotly && window.BoundlabSketch && BoundlabSketch.draw(div, build(null, null, null).traces, layout)) {
+    div.setAttribute("data-drawn", "sketch");
+    performance.mark("boundlab:sketch-curves-plot-boundary");
+  }
+  const { traces, notes } = build(...(await Promise.all([bands.nul, bands.base, bands.sel])));
   document.getElementById("band-note").textContent = notes.join(" ");
-  await render(div, traces, { margin: { t: 10 }, xaxis: { type: "log", title: { text: "k" } },
-    yaxis: { title: { text: "pass@k (" + (base ? base.metric : "") + ")" }, range: [0, 1.02] }, legend: { orientation: "v" } });
+  await render(div, traces, layout);
 }
 
 // -- view 2 -----------------------------------------------------------------------------------
@@ -336,11 +345,17 @@ async function loadRun(id) {
   // may still be loading); the map reads every probe's counts from the store (seconds when no
   // counts index has them), so it comes last.
   const bands = fetchBands();
-  // plotly once the bands are here (about 0.1 s with the counts index), or after 1 s (a store
-  // being counted): their responses are not held behind plotly's parse.
-  Promise.race([Promise.all(Object.values(bands)), new Promise((ok) => setTimeout(ok, 1000))]).then(loadPlotly);
-  // Both views are sketched as soon as their data is here and upgraded once plotly is ready.
-  await Promise.all([drawSteps(), drawBoundary(bands)]);
+  // Both views are sketched as soon as their data is here and drawn by plotly once it is ready.
+  const drawn = Promise.all([drawSteps(), drawBoundary(bands)]);
+  // plotly once the bands are here (about 0.1 s with the counts index) and the sketches are on
+  // screen (a frame painted: requestAnimationFrame, then the next task), or after 1 s (a store
+  // being counted, a hidden tab): running plotly holds the main thread, so neither a response nor
+  // a paint gets through until it is done.
+  const painted = () => new Promise((ok) => requestAnimationFrame(() => setTimeout(ok, 0)));
+  painted().then(() => performance.mark("boundlab:views12-shown"));  // both sketched (view 1 maybe without its bands)
+  const shown = Promise.all(Object.values(bands)).then(painted).then(() => performance.mark("boundlab:bands-shown"));
+  Promise.race([shown, new Promise((ok) => setTimeout(ok, 1000))]).then(loadPlotly);
+  await drawn;
   performance.mark("boundlab:views12-drawn");
   await drawGroups();
   try { state.map = await getJSON("api/run/" + id + "/problems"); } catch (e) { state.map = null; }
