@@ -28,10 +28,11 @@ window.BoundlabSketch = (() => {
   }
 
   function ticks(log, lo, hi) {
-    if (log) {
-      const out = [];
-      for (let p = Math.ceil(Math.log10(lo)); p <= Math.floor(Math.log10(hi)); p++) out.push(Math.pow(10, p));
-      return out;
+    if (log) {  // decades; 2 and 5 times them too when there are fewer than three
+      const dec = [];
+      for (let p = Math.floor(Math.log10(lo)); p <= Math.floor(Math.log10(hi)); p++) dec.push(Math.pow(10, p));
+      const mult = dec.filter((v) => v >= lo && v <= hi).length < 3 ? [1, 2, 5] : [1];
+      return dec.flatMap((v) => mult.map((m) => v * m)).filter((v) => v >= lo && v <= hi);
     }
     const step = Math.pow(10, Math.floor(Math.log10((hi - lo) / 4 || 1)));
     const nice = [1, 2, 5, 10].map((m) => m * step).find((s) => (hi - lo) / s <= 6) || step * 10;
@@ -117,9 +118,13 @@ window.BoundlabSketch = (() => {
     legend.forEach((t, j) => {
       const line = t.line || {}, colour = line.color || (t.marker || {}).color || DEFAULT[j % DEFAULT.length];
       const x = w - M.r - 160, y = M.t + 30 + 18 * j;
-      const attrs = { x1: x, x2: x + 24, y1: y - 4, y2: y - 4, stroke: colour, "stroke-width": 2 };
-      if (DASH[line.dash]) attrs["stroke-dasharray"] = DASH[line.dash];
-      svg.appendChild(node("line", attrs));
+      if (t.fill) {  // a band: its area's colour
+        svg.appendChild(node("rect", { x, y: y - 9, width: 24, height: 10, fill: t.fillcolor || "rgba(0,0,0,0.1)" }));
+      } else {
+        const attrs = { x1: x, x2: x + 24, y1: y - 4, y2: y - 4, stroke: colour, "stroke-width": 2 };
+        if (DASH[line.dash]) attrs["stroke-dasharray"] = DASH[line.dash];
+        svg.appendChild(node("line", attrs));
+      }
       svg.appendChild(node("text", { x: x + 30, y, "font-size": 11, fill: "#222" }, t.name));
     });
     for (const s of layout.shapes || []) {
