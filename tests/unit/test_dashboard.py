@@ -178,6 +178,26 @@ def test_counts_index_serves_a_fresh_process_without_counting_the_store(world, m
     assert calls != [] and again["columns"][1]["cells"][-1] == [n, n]
 
 
+def test_counts_read_while_the_store_changed_are_not_kept(tmp_path):
+    from boundlab.dashboard.counts_cache import CountsCache
+
+    store = Store(tmp_path / "store.sqlite")
+    rows = make_run(tmp_path / "runs" / "run", store, checkpoints=1, problems=3, n=4)
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    key = rows[0]["probe_key"]
+    fc = CountsCache(store.path, tmp_path / "cache")
+    before = fc.stamp()
+    got = store.counts(key)
+    store.add_samples(key, [SampleRow("p0000", 50, "x", "19", True, None, "correct", 1)])  # meanwhile
+    fc.put(key, 4, got, before)
+    fc.flush()
+    assert fc.get(key, 4) is None and not fc.file.exists()
+    fc.put(key, 4, store.counts(key, n_max=4), fc.stamp())  # read after the write: kept
+    fc.flush()
+    assert [pc.c for pc in CountsCache(store.path, tmp_path / "cache").get(key, 4)] == [pc.c for pc in got]
+    store.close()
+
+
 def test_a_corrupt_counts_index_is_named_and_the_store_counted(world, capsys):
     tmp, store, rows, index, client = world
     first = client.get("/api/run/0/problems").json()

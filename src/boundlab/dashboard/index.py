@@ -222,7 +222,7 @@ class Index:
                store: Store | None = None) -> dict[str, ProblemCounts] | None:
         """{problem id: (n, c)} of a probe row, over its first `row["n"]` samples per problem (the
         store may hold more: n is not part of a probe's key); cached, a finished probe never
-        changes. None without a store or when the probe is not in it. `store`: another connection
+        changes, and kept in the store's counts index on disk for the next process. None without a store or when the probe is not in it. `store`: another connection
         to the run's store (the prewarm thread's), so the query does not hold the index's lock."""
         st = self.store(run)
         key = row.get("probe_key")
