@@ -218,11 +218,13 @@ def test_next_page_button_shows_the_next_samples(site):
     WebDriverWait(d, 10).until(lambda x: x.execute_script(
         "const b = document.getElementById('samples-next'); return b !== null && !b.disabled"))
     assert shown() == {who: v[:20] for who, v in want.items()}
-    assert not d.find_element(By.ID, "samples-prev").is_enabled()
+    assert d.execute_script("return document.getElementById('samples-prev').disabled") is True
     d.find_element(By.ID, "samples-next").click()  # a real click on the button
-    WebDriverWait(d, 10).until(lambda x: "page 2" in x.find_element(By.ID, "samples-title").text)
+    # read in the page (the view is rebuilt on a click: a WebElement found before may go stale)
+    WebDriverWait(d, 10).until(lambda x: x.execute_script(
+        "const t = document.getElementById('samples-title'); return t !== null && t.textContent.includes('page 2')"))
     assert shown() == {who: v[20:40] for who, v in want.items()}  # the next samples, not page 1's
-    assert d.find_element(By.ID, "samples-prev").is_enabled()
+    assert d.execute_script("return document.getElementById('samples-prev').disabled") is False
     assert errors(d) == []
 
 
