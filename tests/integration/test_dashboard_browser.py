@@ -190,6 +190,77 @@ def test_click_on_a_problem_shows_its_samples_and_markup_stays_text(site):
     assert errors(d) == []
 
 
+def test_next_page_button_shows_the_next_samples(site):
+    d = site["driver"]
+    load(d, site["url"])
+    d.find_element(By.CSS_SELECTOR, '#problem-map tr[data-p="0"]').click()
+    WebDriverWait(d, 10).until(lambda x: x.find_elements(By.CSS_SELECTOR, "#samples .sample"))
+    pid = d.find_element(By.CSS_SELECTOR, '#problem-map tr[data-p="0"] td.pid').text
+
+    def shown():  # {side: sample indices shown}, read in one go (the view is rebuilt on a click)
+        return d.execute_script("return Object.fromEntries([...document.querySelectorAll('#samples .side')].map("
+                                "s => [s.dataset.who, [...s.querySelectorAll('.sample')].map(e => Number(e.dataset.idx))]))")
+
+    # The smoke run stores 4 samples a problem (one page): 36 more of this problem on each side,
+    # past the run's n (so no count in the map changes), make two pages. The server reads them live.
+    store = Store(site["tmp"] / "store.sqlite")
+    sides = (("checkpoint", site["cks"][-1]), ("base", site["rows"][0]))
+    try:
+        for who, row in sides:
+            store.add_samples(row["probe_key"], [SampleRow(pid, 200 + i, f"{who} extra {i}: A:{i}", str(i), i % 2 == 0,
+                                                           None, "correct" if i % 2 == 0 else "wrong", 5) for i in range(36)])
+        # each side's stored sample indices, in the order the page pages them
+        want = {who: [s.idx for s in store.samples(row["probe_key"], pid)] for who, row in sides}
+    finally:
+        store.close()
+    assert all(len(v) > 20 for v in want.values()), want  # two pages on each side
+    d.find_element(By.CSS_SELECTOR, '#problem-map tr[data-p="0"]').click()  # page 1 again, with them
+    WebDriverWait(d, 10).until(lambda x: x.execute_script(
+        "const b = document.getElementById('samples-next'); return b !== null && !b.disabled"))
+    assert shown() == {who: v[:20] for who, v in want.items()}
+    assert d.execute_script("return document.getElementById('samples-prev').disabled") is True
+    d.find_element(By.ID, "samples-next").click()  # a real click on the button
+    # read in the page (the view is rebuilt on a click: a WebElement found before may go stale)
+    WebDriverWait(d, 10).until(lambda x: x.execute_script(
+        "const t = document.getElementById('samples-title'); return t !== null && t.textContent.includes('page 2')"))
+    assert shown() == {who: v[20:40] for who, v in want.items()}  # the next samples, not page 1's
+    assert d.execute_script("return document.getElementById('samples-prev').disabled") is False
+    assert errors(d) == []
+
+
+def test_views_1_2_are_sketched_until_plotly_is_there(site):
+    """plotly.min.js is parsed and run after the data of views 1-2 is in; until then sketch.js
+    draws the same traces as SVG. Blocked here, so the sketch stays and can be counted."""
+    d = site["driver"]
+    d.execute_cdp_cmd("Network.enable", {})
+    d.execute_cdp_cmd("Network.setCacheDisabled", {"cacheDisabled": True})
+    d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*plotly.min.js*"]})
+    count = "return document.querySelectorAll(arguments[0]).length"
+    try:
+        d.get(site["url"])
+        WebDriverWait(d, 15).until(lambda x: "plotly.min.js did not load" in x.find_element(By.ID, "live-status").text)
+        # the curves are sketched first, the bands added when their requests are answered
+        WebDriverWait(d, 10).until(lambda x: x.execute_script(count, "#plot-boundary svg.sketch polygon") == 3)
+        assert d.execute_script(count, "svg.sketch") == 2
+        # View 1: each checkpoint and the base as a line, and the three bands (null, base, the
+        # selected checkpoint) as areas; view 2: pass@1 and pass@n, a marker per checkpoint each.
+        assert d.execute_script(count, "#plot-boundary svg.sketch .sketch-line") == len(site["cks"]) + 1
+        assert d.execute_script(count, "#plot-boundary svg.sketch polygon") == 3
+        assert d.execute_script(count, "#plot-steps svg.sketch .sketch-line") == 2
+        assert d.execute_script(count, "#plot-steps svg.sketch circle") == 2 * len(site["cks"])
+        assert d.find_element(By.ID, "plot-boundary").get_attribute("data-drawn") == "sketch"
+        out = Path(os.environ.get("BOUNDLAB_DASHBOARD_SHOTS") or site["tmp"] / "shots")
+        out.mkdir(parents=True, exist_ok=True)
+        d.find_element(By.ID, "view-boundary").screenshot(str(out / "boundary-sketch.png"))
+    finally:
+        d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+        d.execute_cdp_cmd("Network.setCacheDisabled", {"cacheDisabled": False})
+    load(d, site["url"])  # plotly allowed: it replaces the sketch
+    assert d.execute_script(count, "svg.sketch") == 0
+    assert d.find_element(By.ID, "plot-boundary").get_attribute("data-drawn") == "plotly"
+    assert errors(d) == []
+
+
 @pytest.mark.parametrize("path", ["static/..%2f..%2f..%2fetc%2fpasswd", "static/../../etc/passwd",
                                   "api/run/0/problem/..%2f..%2fstore.sqlite", "run/probes.jsonl",
                                   "api/run/9/overview", "static/%2e%2e/%2e%2e/etc/passwd"])

@@ -1,6 +1,7 @@
 """The dashboard's index, JSON API and security, through Starlette's test client (no browser; the
 browser tests are tests/integration/test_dashboard_browser.py)."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -27,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture()
-def world(tmp_path):
+def world(tmp_path, monkeypatch):
+    monkeypatch.setenv("BOUNDLAB_CACHE", str(tmp_path / "cache"))  # the counts index, kept here
     store = Store(tmp_path / "store.sqlite")
     rows = make_run(tmp_path / "runs" / "run", store, checkpoints=3, problems=12, n=8)
     secret = tmp_path / "secret.txt"
@@ -132,7 +134,78 @@ def test_page_has_no_inline_script_and_a_strict_csp(world):
     assert "<script>" not in r.text  # every script has a src: an injected inline one could not run
     js = client.get("/static/app.js").text
     assert "innerHTML" not in js.replace("never innerHTML", "") and "textContent" in js
+    assert "innerHTML" not in client.get("/static/sketch.js").text
     assert client.get("/static/plotly.min.js").status_code == 200
+
+
+def test_plotly_is_cached_for_good_only_under_its_versioned_url(world):
+    tmp, store, rows, index, client = world
+    page = client.get("/").text
+    url = page.split('<meta name="boundlab-plotly" content="')[1].split('"')[0]
+    assert url.startswith("static/plotly.min.js?v=") and len(url) > len("static/plotly.min.js?v=")
+    assert '<script src="static/plotly.min.js' not in page  # app.js loads it after its first requests
+    fixed = client.get("/" + url)
+    assert fixed.status_code == 200 and "immutable" in fixed.headers["cache-control"]
+    assert fixed.headers["content-security-policy"]
+    for other in ("/static/plotly.min.js", "/static/plotly.min.js?v=stale"):
+        assert client.get(other).headers["cache-control"] == "no-cache"
+
+
+def _map_via_new_index(tmp):
+    return TestClient(make_app(Index([tmp / "runs"], store=str(tmp / "store.sqlite")))).get(
+        "/api/run/0/problems").json()
+
+
+def test_counts_index_serves_a_fresh_process_without_counting_the_store(world, monkeypatch):
+    tmp, store, rows, index, client = world
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # a finished store: no frames in the WAL
+    first = client.get("/api/run/0/problems").json()
+    files = list((tmp / "cache" / "dashboard").glob("counts-*.json"))
+    assert len(files) == 1
+    calls = []
+    real = Store.counts
+    monkeypatch.setattr(Store, "counts", lambda self, *a, **k: calls.append(a) or real(self, *a, **k))
+    assert _map_via_new_index(tmp) == first
+    assert calls == []  # every count came from the index
+    # A re-verification (replace_verdicts: every sample of one problem now correct) writes to the
+    # store and invalidates the index: the next process counts again and shows the new count.
+    key, pid, n = rows[1]["probe_key"], first["problems"][-1], rows[1]["n"]
+    assert first["columns"][1]["cells"][-1][0] < n
+    fixed = [dataclasses.replace(r, correct=True) for r in store.samples(key, pid)]
+    assert store.replace_verdicts(key, fixed) == len(fixed)
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    again = _map_via_new_index(tmp)
+    assert calls != [] and again["columns"][1]["cells"][-1] == [n, n]
+
+
+def test_counts_read_while_the_store_changed_are_not_kept(tmp_path):
+    from boundlab.dashboard.counts_cache import CountsCache
+
+    store = Store(tmp_path / "store.sqlite")
+    rows = make_run(tmp_path / "runs" / "run", store, checkpoints=1, problems=3, n=4)
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    key = rows[0]["probe_key"]
+    fc = CountsCache(store.path, tmp_path / "cache")
+    before = fc.stamp()
+    got = store.counts(key)
+    store.add_samples(key, [SampleRow("p0000", 50, "x", "19", True, None, "correct", 1)])  # meanwhile
+    fc.put(key, 4, got, before)
+    fc.flush()
+    assert fc.get(key, 4) is None and not fc.file.exists()
+    fc.put(key, 4, store.counts(key, n_max=4), fc.stamp())  # read after the write: kept
+    fc.flush()
+    assert [pc.c for pc in CountsCache(store.path, tmp_path / "cache").get(key, 4)] == [pc.c for pc in got]
+    store.close()
+
+
+def test_a_corrupt_counts_index_is_named_and_the_store_counted(world, capsys):
+    tmp, store, rows, index, client = world
+    first = client.get("/api/run/0/problems").json()
+    (f,) = (tmp / "cache" / "dashboard").glob("counts-*.json")
+    f.write_text("{not json")
+    assert _map_via_new_index(tmp) == first
+    err = capsys.readouterr().err
+    assert "ignoring the counts index" in err and str(f) in err
 
 
 def test_live_a_new_probe_shows_without_restart(world):

@@ -6,6 +6,7 @@ each curve's per-k confidence band (see `curve_band`).
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -59,6 +60,14 @@ def _c(pc: ProblemCounts, metric: str) -> int:
     return pc.c_strict if metric == "strict" and pc.c_strict is not None else pc.c
 
 
+@lru_cache(maxsize=4)
+def _table(n: int) -> np.ndarray:
+    """pass_at_k_table(n, n), once per n (70 ms and 8 MB at n = 1024; every band of a run shares it)."""
+    t = pass_at_k_table(n, n)
+    t.flags.writeable = False
+    return t
+
+
 def curve_band(index: Index, run: RunEntry, i: int, z: float = 1.96) -> dict[str, Any] | None:
     """A per-k 95% band for probe i's curve: mean over problems of the unbiased per-problem pass@k,
     +- z standard errors (normal approximation over problems). The rows' own pass@1 and pass@n CIs
@@ -78,7 +87,7 @@ def curve_band(index: Index, run: RunEntry, i: int, z: float = 1.96) -> dict[str
     cs = np.array([_c(pc, row["metric"]) for pc in pcs])
     # Every problem at the same n (the usual probe): rows of one (n+1) x n table, ~30x faster
     # than the matrix at n = 1024; the same product form.
-    mat = pass_at_k_table(n, n)[cs] if np.all(ns == n) else pass_at_k_matrix(ns, cs, n)
+    mat = _table(n)[cs] if np.all(ns == n) else pass_at_k_matrix(ns, cs, n)
     mean = mat.mean(axis=0)
     se = mat.std(axis=0, ddof=1) / math.sqrt(len(pcs)) if len(pcs) > 1 else np.zeros(n)
     out = {"index": i, "method": f"normal approximation over {len(pcs)} problems (mean +- 1.96 SE)",
@@ -114,6 +123,7 @@ def problem_map(index: Index, run: RunEntry) -> dict[str, Any]:
                 col["lost"].append(j)
             elif b[0] == 0 and x[0] > 0:
                 col["gained"].append(j)
+    index.flush()  # every probe's counts were just read: the next process reads them from the index
     return {"id": run.id, "problems": ids, "columns": cols, "has_store": index.store(run) is not None}
 
 

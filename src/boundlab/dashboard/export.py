@@ -10,7 +10,7 @@ from pathlib import Path
 
 from boundlab.dashboard import data
 from boundlab.dashboard.index import Index
-from boundlab.dashboard.server import plotly_js_path, static_text
+from boundlab.dashboard.server import PLOTLY_META, PLOTLY_PRELOAD, plotly_js_path, static_text
 
 
 def _json_for_script(obj) -> str:
@@ -43,6 +43,10 @@ def export(index: Index, out: str | Path) -> Path:
     tail = "\n".join(x for x in tail.splitlines() if "<script src=" not in x)
     css = static_text("app.css")
     head = head.replace('<link rel="stylesheet" href="static/app.css">', f"<style>{css}</style>")
+    # plotly is inlined below: no URL of it stays (a file:// page would ask for it and fail).
+    head = head.replace(PLOTLY_PRELOAD + "\n", "").replace(PLOTLY_META + "\n", "")
+    if "plotly.min.js" in head:
+        raise RuntimeError("static/index.html names plotly.min.js in a way the export does not know")
     scripts = (f"<script>{plotly}</script>\n"
                f"<script>window.BOUNDLAB_STATIC = {_json_for_script(payload(index))};</script>\n"
                f"<script>{static_text('app.js')}</script>\n")

@@ -2,6 +2,7 @@
 // labels) reaches the DOM through textContent, never innerHTML, so markup in it stays text.
 "use strict";
 
+performance.mark("boundlab:app-start");
 const STATIC = window.BOUNDLAB_STATIC || null;  // set in an exported file: no server
 const POLL_MS = 2000;
 const state = { run: null, overview: null, map: null, slider: 0, version: null, problem: null, page: 0 };
@@ -11,6 +12,44 @@ function el(tag, attrs, text) {
   for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
   if (text !== undefined && text !== null) e.textContent = String(text);
   return e;
+}
+
+// plotly.min.js (4.8 MB) is loaded by this script, once the data of views 1-2 is here: a
+// <script src> before app.js held every request back until Chromium had parsed and run it (2-3 s on
+// a loaded machine), and while it runs it holds the main thread, so a response that arrives
+// meanwhile is handled only after it. Views 1-2 are sketched (sketch.js) from that data first, then
+// drawn by plotly. An exported file inlines plotly.min.js before this script.
+let plotlyAsked = false, plotlyOk, plotlyBad;
+const plotlyLoaded = new Promise((ok, bad) => { plotlyOk = ok; plotlyBad = bad; });
+function loadPlotly() {
+  if (window.Plotly) { plotlyOk(window.Plotly); return; }
+  if (plotlyAsked) return;
+  plotlyAsked = true;
+  const meta = document.querySelector('meta[name="boundlab-plotly"]');  // the versioned URL
+  const s = el("script", { src: meta ? meta.content : "static/plotly.min.js" });
+  s.async = true;
+  s.addEventListener("load", () => { performance.mark("boundlab:plotly-ready"); plotlyOk(window.Plotly); });
+  s.addEventListener("error", () => plotlyBad(new Error("static/plotly.min.js did not load")));
+  document.head.appendChild(s);
+}
+// Resolves once plotly is there; it does not ask for it (loadRun does, start() at the latest).
+const plotlyReady = () => (window.Plotly ? Promise.resolve(window.Plotly) : plotlyLoaded);
+
+// Draw a plot with plotly; until plotly.min.js is ready, a plain SVG sketch of the same traces
+// (sketch.js) stands in, and plotly replaces it. Marks `boundlab:sketch-ID` / `boundlab:plotly-ID`
+// and the div's data-drawn say which one is shown.
+async function render(div, traces, layout) {
+  div = typeof div === "string" ? document.getElementById(div) : div;
+  if (!window.Plotly && window.BoundlabSketch && BoundlabSketch.draw(div, traces, layout)) {
+    div.setAttribute("data-drawn", "sketch");
+    performance.mark("boundlab:sketch-" + div.id);
+  }
+  const Plotly = await plotlyReady();
+  const sketch = div.querySelector(":scope > svg.sketch");
+  if (sketch) sketch.remove();
+  await Plotly.react(div, traces, layout);
+  div.setAttribute("data-drawn", "plotly");
+  performance.mark("boundlab:plotly-" + div.id);
 }
 
 async function getJSON(url) {
@@ -63,15 +102,32 @@ function band(ks, low, high, name, colour) {
 }
 
 // -- view 1 -----------------------------------------------------------------------------------
-async function drawBoundary() {
-  const ov = state.overview, cks = checkpoints(), base = baseProbe();
+// The probes whose per-k band view 1 draws: the null (when the run has one), the base and the
+// selected checkpoint.
+function bandProbes() {
+  const ov = state.overview, sel = checkpoints()[state.slider];
+  return { nul: ov.probes.find((p) => p.kind === "null"), base: baseProbe(), sel };
+}
+
+// Every band view 1 needs, requested at once (they used to leave one after another); a band the
+// server cannot give (no store) is null, and the view draws without it.
+function fetchBands() {
+  const ov = state.overview, want = bandProbes(), out = {};
+  for (const [k, p] of Object.entries(want)) {
+    out[k] = p ? getJSON("api/run/" + ov.id + "/band/" + p.index).catch(() => null) : Promise.resolve(null);
+  }
+  return out;
+}
+
+async function drawBoundary(bandsFetched) {
+  const ov = state.overview, cks = checkpoints();
   const slider = document.getElementById("step-slider");
   slider.max = Math.max(cks.length - 1, 0);
   if (state.slider > cks.length - 1) state.slider = Math.max(cks.length - 1, 0);
   slider.value = state.slider;
-  const sel = cks[state.slider];
+  const { nul, base, sel } = bandProbes();
+  const bands = bandsFetched || fetchBands();
   document.getElementById("step-label").textContent = sel ? "step " + sel.step + " of " + cks.map((c) => c.step).join(", ") : "no checkpoint probed yet";
-  const traces = [];
   // k on a log axis: at n = 1024 about 160 log-spaced k (every k up to 64) draw the same picture as
   // 1024, and 50 checkpoints stay fast. Every value drawn is the run's own, at that k.
   const pick = (n) => [...new Set(Array.from({ length: 160 }, (_, j) => Math.round(Math.pow(n, j / 159))))]
@@ -80,36 +136,44 @@ async function drawBoundary() {
   const thin = (p, ys) => { const ks = kset(ys.length); return [ks, ks.map((k) => ys[k - 1])]; };
   const ks = (p) => kset(p.curve.length);
   const ys = (p) => thin(p, p.curve)[1];
-  const notes = [];
-  const tryBand = async (p, name, colour) => {
-    try {
-      const b = await getJSON("api/run/" + ov.id + "/band/" + p.index);
+  const build = (bNul, bBase, bSel) => {
+    const traces = [], notes = [];
+    const addBand = (p, b, name, colour) => {
+      if (!b) return null;
       traces.push(...band(ks(p), thin(p, b.low)[1], thin(p, b.high)[1], name, colour));
       return b.method;
-    } catch (e) { return null; }
+    };
+    if (nul) {
+      const m = addBand(nul, bNul, "null band (base re-probed)", "rgba(120,120,120,0.25)");
+      if (!m) traces.push({ x: ks(nul), y: ys(nul), mode: "lines", line: { dash: "dot", color: "#888" }, name: "null (base re-probed)" });
+    }
+    if (base) {
+      const m = addBand(base, bBase, "base 95% band", "rgba(0,0,0,0.12)");
+      if (m) notes.push("Bands: " + m + "; the pass@1 and pass@n intervals in view 2 are the run's bootstrap CIs.");
+    }
+    if (sel) addBand(sel, bSel, "step " + sel.step + " 95% band", "rgba(214,39,40,0.18)");
+    cks.forEach((p, j) => {
+      if (p === sel) return;
+      traces.push({ x: ks(p), y: ys(p), mode: "lines", line: { color: ramp(cks.length > 1 ? j / (cks.length - 1) : 1), width: 1 },
+        opacity: 0.6, name: "step " + p.step });
+    });
+    if (base) traces.push({ x: ks(base), y: ys(base), mode: "lines", line: { color: "#000", width: 3 }, name: "base" });
+    if (sel) traces.push({ x: ks(sel), y: ys(sel), mode: "lines", line: { color: "#d62728", width: 3 }, name: "step " + sel.step + " (selected)" });
+    return { traces, notes };
   };
-  const nul = ov.probes.find((p) => p.kind === "null");
-  if (nul) {
-    const m = await tryBand(nul, "null band (base re-probed)", "rgba(120,120,120,0.25)");
-    if (!m) traces.push({ x: ks(nul), y: ys(nul), mode: "lines", line: { dash: "dot", color: "#888" }, name: "null (base re-probed)" });
-  }
-  if (base) {
-    const m = await tryBand(base, "base 95% band", "rgba(0,0,0,0.12)");
-    if (m) notes.push("Bands: " + m + "; the pass@1 and pass@n intervals in view 2 are the run's bootstrap CIs.");
-  }
-  if (sel) await tryBand(sel, "step " + sel.step + " 95% band", "rgba(214,39,40,0.18)");
-  cks.forEach((p, j) => {
-    if (p === sel) return;
-    traces.push({ x: ks(p), y: ys(p), mode: "lines", line: { color: ramp(cks.length > 1 ? j / (cks.length - 1) : 1), width: 1 },
-      opacity: 0.6, name: "step " + p.step });
-  });
-  if (base) traces.push({ x: ks(base), y: ys(base), mode: "lines", line: { color: "#000", width: 3 }, name: "base" });
-  if (sel) traces.push({ x: ks(sel), y: ys(sel), mode: "lines", line: { color: "#d62728", width: 3 }, name: "step " + sel.step + " (selected)" });
   const div = document.getElementById("plot-boundary");
-  await Plotly.react(div, traces, { margin: { t: 10 }, xaxis: { type: "log", title: { text: "k" } },
-    yaxis: { title: { text: "pass@k (" + (base ? base.metric : "") + ")" }, range: [0, 1.02] }, legend: { orientation: "v" } });
   div.setAttribute("data-step", sel ? sel.step : "");
+  const layout = { margin: { t: 10 }, xaxis: { type: "log", title: { text: "k" } },
+    yaxis: { title: { text: "pass@k (" + (base ? base.metric : "") + ")" }, range: [0, 1.02] }, legend: { orientation: "v" } };
+  // Until plotly is there, the curves are sketched at once and the bands added when they come (a
+  // store that no counts index knows yet is counted for them: seconds).
+  if (!window.Plotly && window.BoundlabSketch && BoundlabSketch.draw(div, build(null, null, null).traces, layout)) {
+    div.setAttribute("data-drawn", "sketch");
+    performance.mark("boundlab:sketch-curves-plot-boundary");
+  }
+  const { traces, notes } = build(...(await Promise.all([bands.nul, bands.base, bands.sel])));
   document.getElementById("band-note").textContent = notes.join(" ");
+  await render(div, traces, layout);
 }
 
 // -- view 2 -----------------------------------------------------------------------------------
@@ -130,7 +194,7 @@ async function drawSteps() {
       traces.push({ x: [null], y: [null], mode: "lines", line: { color: c, dash: "dash" }, name: "base " + (key === "pass@n" ? "pass@" + n : key) });
     }
   }
-  await Plotly.react("plot-steps", traces, { margin: { t: 10 }, shapes, xaxis: { title: { text: "training step" } },
+  await render("plot-steps", traces, { margin: { t: 10 }, shapes, xaxis: { title: { text: "training step" } },
     yaxis: { title: { text: "pass@k" }, range: [0, 1.02] },
     yaxis2: { title: { text: "crossing k" }, overlaying: "y", side: "right", type: "log" } });
 }
@@ -196,7 +260,7 @@ async function drawSamples() {
     col.appendChild(el("h4", {}, (side.kind === "base" ? "base" : "step " + side.step) + ": samples " +
       (d.page * d.page_size + 1) + "-" + (d.page * d.page_size + side.samples.length) + " of " + side.total + " (" + ok + " correct on this page)"));
     for (const s of side.samples) {
-      const div = el("div", { class: "sample " + (s.correct ? "ok" : "bad") });
+      const div = el("div", { class: "sample " + (s.correct ? "ok" : "bad"), "data-idx": s.idx });
       div.appendChild(el("div", { class: "meta" }, "#" + s.idx + "  " + (s.correct ? "correct" : "wrong") +
         (s.strict === null ? "" : s.strict ? ", valid trace" : ", trace not valid") + "  outcome: " + s.outcome + "  extracted: " + (s.extracted === null ? "(none)" : s.extracted)));
       div.appendChild(el("pre", { class: "text" }, s.text_dropped ? "(text not kept: probe.keep_text=compact)" : s.text));
@@ -211,6 +275,7 @@ async function drawGroups() {
   const probes = state.overview.probes.filter((p) => p.groups && p.kind !== "null");
   const t = document.getElementById("groups-table");
   t.replaceChildren();
+  const Plotly = await plotlyReady();
   if (!probes.length) { Plotly.purge("plot-groups"); t.appendChild(el("caption", {}, "This run's task has no per-problem tag (task.group_by).")); return; }
   const tags = Object.keys(probes[0].groups), n = probes[0].n;
   const col = colourBy(tags);
@@ -238,6 +303,7 @@ async function drawGroups() {
 // -- view 6 -----------------------------------------------------------------------------------
 async function drawSweeps() {
   const d = await getJSON("api/sweep"), box = document.getElementById("sweeps");
+  const Plotly = await plotlyReady();
   box.replaceChildren();
   if (!d.sweeps.length) { box.appendChild(el("p", { class: "note" }, "No sweep dir among the paths (a folder holding several run dirs, e.g. a Hydra multirun).")); return; }
   d.sweeps.forEach((s, si) => {
@@ -274,10 +340,23 @@ async function loadRun(id) {
   state.overview = await getJSON("api/run/" + id + "/overview");
   const cks = checkpoints();
   if (state.slider >= cks.length || state.followLast) state.slider = Math.max(cks.length - 1, 0);
-  // Views 1, 2 and 4 need only probes.jsonl (and two bands); the map reads every probe's counts
-  // from the store (seconds cold at 50 x 500 x 1024), so it comes last.
-  await drawBoundary();
-  await drawSteps();
+  performance.mark("boundlab:overview");
+  // Views 1, 2 and 4 need only probes.jsonl (and view 1's bands, requested now, while plotly.min.js
+  // may still be loading); the map reads every probe's counts from the store (seconds when no
+  // counts index has them), so it comes last.
+  const bands = fetchBands();
+  // Both views are sketched as soon as their data is here and drawn by plotly once it is ready.
+  const drawn = Promise.all([drawSteps(), drawBoundary(bands)]);
+  // plotly once the bands are here (about 0.1 s with the counts index) and the sketches are on
+  // screen (a frame painted: requestAnimationFrame, then the next task), or after 1 s (a store
+  // being counted, a hidden tab): running plotly holds the main thread, so neither a response nor
+  // a paint gets through until it is done.
+  const painted = () => new Promise((ok) => requestAnimationFrame(() => setTimeout(ok, 0)));
+  painted().then(() => performance.mark("boundlab:views12-shown"));  // both sketched (view 1 maybe without its bands)
+  const shown = Promise.all(Object.values(bands)).then(painted).then(() => performance.mark("boundlab:bands-shown"));
+  Promise.race([shown, new Promise((ok) => setTimeout(ok, 1000))]).then(loadPlotly);
+  await drawn;
+  performance.mark("boundlab:views12-drawn");
   await drawGroups();
   try { state.map = await getJSON("api/run/" + id + "/problems"); } catch (e) { state.map = null; }
   drawMap();
@@ -310,7 +389,8 @@ async function poll() {
 }
 
 async function start() {
-  const runs = await fillRuns();
+  setTimeout(loadPlotly, 3000);  // whatever happens to the first requests, plotly is asked for
+  const runs = await fillRuns();  // the first request leaves before plotly.min.js is asked for
   state.followLast = true;  // a live page follows the newest checkpoint until the slider is moved
   const slider = document.getElementById("step-slider");
   slider.addEventListener("input", () => { state.slider = Number(slider.value); state.followLast = false; drawBoundary(); if (state.problem !== null) drawSamples(); });
