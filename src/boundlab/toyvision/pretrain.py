@@ -1,0 +1,196 @@
+"""Pretrain the visual toy world's VLM on CPU, reproducibly.
+
+    python -m boundlab.toyvision.pretrain --seed 0                     # into the shipped assets/base
+    python -m boundlab.toyvision.pretrain --out /tmp/tv --steps 20      # a short run
+
+The model (`model.build_vlm`) starts with toyworld2's shipped base as its language model and a new
+vision tower and projector. It is trained on toyworld2's base corpus (the mix, tier shares and
+practice recorded in that base's train_info.json), each prompt's question replaced by its picture:
+`Q:<image>;` + the same completion. The tower and projector learn at `--lr`, the language model at
+`--lm-lr` (it must learn to take its question from image tokens, and keeps the corpus's decision
+rates, which the audit measures). Loss: completion tokens and EOS, execution-practice spans masked
+as in toyworld2.
+
+Killed runs resume from `<out>/base.partial/` (model, optimizer, corpus RNG), bit-identical to an
+uninterrupted run; `--seed 0` twice gives identical weights (a test checks both on a few steps).
+The teacher: none is trained here; see `teacher.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from boundlab.toyworld.pretrain import lr_at
+from boundlab.toyworld2 import world
+from boundlab.toyworld2.paths import base_model_dir as text_base_dir
+from boundlab.toyvision import render
+from boundlab.toyvision.model import IMAGE_TOKEN, build_processor, build_tokenizer, build_vlm
+from boundlab.toyvision.paths import assets_dir
+from boundlab.toyvision.task import TEMPLATE
+
+
+def corpus_from(text_base: Path, seed: int) -> tuple[world.Corpus, dict]:
+    """toyworld2's base corpus exactly as recorded in the text base's train_info.json."""
+    info = json.loads((Path(text_base) / "train_info.json").read_text())
+    practice = info.get("practice")
+    spec = {"mix": info.get("mix") or {}, "corpus_tiers": info.get("corpus_tiers"),
+            "practice": practice, "ambiguous": float(info.get("ambiguous") or 0.0)}
+    corpus = world.Corpus(seed, world.BaseMix(**spec["mix"]), tiers=spec["corpus_tiers"],
+                          practice=world.Practice(**practice) if practice else None,
+                          ambiguous=spec["ambiguous"])
+    return corpus, spec
+
+
+class Encoder:
+    """(prompt, completion[, masked spans]) rows -> the VLM's batch: every prompt is TEMPLATE (the
+    same 19 tokens once the processor expands the image), so rows differ only in completion length."""
+
+    def __init__(self, processor, distractors: int = 0):
+        self.proc = processor
+        self.tok = processor.tokenizer
+        self.vocab = self.tok.get_vocab()
+        self.distractors = distractors
+        self.prompt_ids = processor(text=[TEMPLATE], images=[render.draw("1").convert("RGB")],
+                                    return_tensors="pt")["input_ids"][0].tolist()
+
+    def __call__(self, rows: list[tuple]) -> dict[str, torch.Tensor]:
+        eos, pad = self.tok.eos_token_id, self.tok.pad_token_id
+        head = "Q:"
+        questions = [r[0][len(head):-1] for r in rows]  # world.prompt(q) == "Q:{q};"
+        pixels = self.proc.image_processor(
+            [render.draw(q, self.distractors).convert("RGB") for q in questions],
+            return_tensors="pt")["pixel_values"]
+        comps = [[self.vocab[ch] for ch in r[1]] + [eos] for r in rows]
+        width = len(self.prompt_ids) + max(len(c) for c in comps)
+        ids = torch.full((len(rows), width), pad, dtype=torch.long)
+        labels = torch.full((len(rows), width), -100, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        off = len(self.prompt_ids)
+        for i, (r, c) in enumerate(zip(rows, comps)):
+            ids[i, :off] = torch.tensor(self.prompt_ids)
+            ids[i, off: off + len(c)] = torch.tensor(c)
+            labels[i, off: off + len(c)] = torch.tensor(c)
+            mask[i, : off + len(c)] = 1
+            for start, end in (r[2] if len(r) > 2 else ()):
+                labels[i, off + start: off + end] = -100
+        return {"input_ids": ids, "attention_mask": mask, "labels": labels, "pixel_values": pixels}
+
+
+def param_groups(model, lr: float, lm_lr: float) -> list[dict]:
+    vision = [p for n, p in model.named_parameters() if "language_model" not in n and "lm_head" not in n]
+    lm = [p for n, p in model.named_parameters() if "language_model" in n]
+    return [{"params": vision, "base_lr": lr}, {"params": lm, "base_lr": lm_lr}]
+
+
+def train(model, encoder: Encoder, corpus: world.Corpus, *, steps: int, batch_size: int, lr: float,
+          lm_lr: float, warmup: int, seed: int, partial: Path | None = None, save_every: int = 100,
+          log_every: int = 25, micro: int = 64) -> dict:
+    torch.manual_seed(seed)
+    groups = param_groups(model, lr, lm_lr)
+    opt = torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
+    start, history = 0, []
+    if partial is not None and (partial / "state.pt").exists():
+        state = torch.load(partial / "state.pt", weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        corpus.rng.setstate(pickle.loads(state["corpus_rng"]))
+        start, history = state["step"], state["history"]
+        print(f"[vlm] resumed at step {start} from {partial}", flush=True)
+    model.train()
+    t0 = time.time()
+    recent: list[float] = []
+    for step in range(start, steps):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, steps, g["base_lr"], warmup)
+        rows = sorted(corpus.batch(batch_size), key=lambda r: len(r[1]))
+        parts = [encoder(rows[i: i + micro]) for i in range(0, len(rows), micro)]
+        total = sum(int((b["labels"] != -100).sum()) for b in parts)
+        opt.zero_grad(set_to_none=True)
+        loss_sum = 0.0
+        for b in parts:
+            w = int((b["labels"] != -100).sum()) / total
+            loss = model(**b).loss * w
+            loss.backward()
+            loss_sum += loss.item()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        recent.append(loss_sum)
+        if (step + 1) % log_every == 0 or step + 1 == steps:
+            avg = sum(recent) / len(recent)
+            history.append({"step": step + 1, "loss": round(avg, 4)})
+            print(f"[vlm] step {step + 1}/{steps} loss {avg:.4f} {time.time() - t0:.0f}s", flush=True)
+            recent = []
+        if partial is not None and (step + 1) % save_every == 0 and step + 1 < steps:
+            partial.mkdir(parents=True, exist_ok=True)
+            tmp = partial / "state.pt.tmp"
+            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step + 1,
+                        "corpus_rng": pickle.dumps(corpus.rng.getstate()), "history": history}, tmp)
+            tmp.replace(partial / "state.pt")
+    model.eval()
+    return {"steps": steps, "batch_size": batch_size, "lr": lr, "lm_lr": lm_lr, "warmup": warmup,
+            "seed": seed, "final_loss": history[-1]["loss"] if history else None,
+            "seconds_this_process": round(time.time() - t0, 1), "resumed_from": start,
+            "history": history}
+
+
+def save(model, processor, out: Path, info: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    tok = processor.tokenizer
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.max_new_tokens = 108
+    model.save_pretrained(out)
+    processor.save_pretrained(out)
+    (out / "train_info.json").write_text(json.dumps(info, indent=1) + "\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--out", type=Path, default=assets_dir())
+    ap.add_argument("--text-base", type=Path, default=text_base_dir(),
+                    help="the text model the language model starts from (and whose corpus is used)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--lr", type=float, default=2e-3, help="vision tower and projector")
+    ap.add_argument("--lm-lr", type=float, default=3e-4, help="the language model")
+    ap.add_argument("--warmup", type=int, default=30)
+    ap.add_argument("--distractors", type=int, default=0)
+    ap.add_argument("--save-every", type=int, default=100)
+    args = ap.parse_args(argv)
+
+    torch.set_num_threads(args.threads)
+    if not (args.text_base / "train_info.json").is_file():
+        sys.exit(f"pretrain: --text-base {args.text_base} has no train_info.json (a toyworld2 base)")
+    torch.manual_seed(args.seed)
+    tokenizer = build_tokenizer()
+    processor = build_processor(tokenizer)
+    model = build_vlm(args.text_base, tokenizer)
+    corpus, spec = corpus_from(args.text_base, args.seed)
+    partial = args.out / "base.partial"
+    info = train(model, Encoder(processor, args.distractors), corpus, steps=args.steps,
+                 batch_size=args.batch_size, lr=args.lr, lm_lr=args.lm_lr, warmup=args.warmup,
+                 seed=args.seed, partial=partial, save_every=args.save_every)
+    lm_sha = __import__("hashlib").sha256((args.text_base / "model.safetensors").read_bytes()).hexdigest()
+    info.update(command=" ".join(["python -m boundlab.toyvision.pretrain", *(argv or sys.argv[1:])]),
+                threads=args.threads, torch=torch.__version__, role="base", distractors=args.distractors,
+                text_base=str(args.text_base), text_base_sha256=lm_sha, corpus=spec,
+                image_token=IMAGE_TOKEN, params=sum(p.numel() for p in model.parameters()))
+    # The audit reads the corpus targets from `mix`, as for a toyworld2 base.
+    info["mix"] = spec["mix"]
+    save(model, processor, args.out / "base", info)
+    shutil.rmtree(partial, ignore_errors=True)
+    print(f"[vlm] saved to {args.out / 'base'}")
+
+
+if __name__ == "__main__":
+    main()
