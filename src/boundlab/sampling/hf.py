@@ -22,7 +22,8 @@ count does.
 A vision-language model comes with its processor (`processor=`, loaded with `AutoProcessor`): each
 row's images (a visual task's `Problem.images`, handed over by the probe as `images=`) go through
 the processor with the prompt, whose image token the processor expands, and `generate` gets the
-pixel values. Such a model is always sampled by `generate` (the compact decoder is text-only).
+pixel values; the compact decoder (`engine=auto`, a float32 Llava on CPU) decodes from the prompt
+embeddings the model's own vision tower and projector give (`compact.vlm_prompt_embeds`).
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ class HFSampler(Sampler):
         self.model = model
         self.processor = processor
         # With a processor, its own tokenizer decodes (it knows the image token the processor adds).
-        self.tok = processor.tokenizer if processor is not None else tokenizer
+        self.tok = tokenizer = processor.tokenizer if processor is not None else tokenizer
         self.rows_per_call = int(batch_size)
         self.device = next(model.parameters()).device
         eos = model.generation_config.eos_token_id
@@ -192,9 +193,14 @@ class HFSampler(Sampler):
         return result
 
     def _compact_rows(self, enc: dict[str, torch.Tensor], s: GenSettings, seed: int) -> list[Completion]:
+        from boundlab.sampling.compact import vlm_prompt_embeds
+
         gen = torch.Generator().manual_seed(seed)
+        embeds = (vlm_prompt_embeds(self.model, enc["input_ids"], enc["pixel_values"])
+                  if "pixel_values" in enc else None)
         drawn = self.compact.sample(enc["input_ids"], enc["attention_mask"], s.max_new_tokens,
-                                    self.eos_ids, s.temperature, s.top_p, gen, entropy=self.entropy)
+                                    self.eos_ids, s.temperature, s.top_p, gen, entropy=self.entropy,
+                                    embeds=embeds)
         texts = self.tok.batch_decode([d[0] for d in drawn], skip_special_tokens=True)
         # (ids, finish) rows, or (ids, finish, mean entropy) with entropy on.
         return [Completion(text, len(d[0]), d[1], d[2] if len(d) > 2 else None)
