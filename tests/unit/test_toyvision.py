@@ -161,3 +161,38 @@ def test_hf_sampler_feeds_images_and_needs_them(vlm, tmp_path):
         assert all(c.n_tokens > 0 and IMAGE_TOKEN not in c.text for o in out for c in o)
     with pytest.raises(ValueError, match="needs each prompt's images"):
         sampler.generate([(TEMPLATE, 1)], s, seed=0)
+
+
+def test_pretraining_is_reproducible_and_resumes_bit_identical(tmp_path):
+    from boundlab.toyvision.pretrain import Encoder, corpus_from, train
+
+    tok = build_tokenizer()
+    proc = build_processor(tok)
+
+    def fresh():
+        torch.manual_seed(0)
+        return build_vlm(base_model_dir(), tok)
+
+    def corpus():
+        return corpus_from(base_model_dir(), 0)[0]
+
+    kw = dict(batch_size=4, lr=1e-3, lm_lr=1e-4, warmup=1, seed=0, log_every=1, micro=2)
+    whole, again = fresh(), fresh()
+    info = train(whole, Encoder(proc), corpus(), steps=3, partial=None, **kw)
+    train(again, Encoder(proc), corpus(), steps=3, partial=None, **kw)
+    assert info["final_loss"] > 0
+    changed = [n for n, p in fresh().state_dict().items() if not torch.equal(p, whole.state_dict()[n])]
+    assert any("vision_tower" in n for n in changed) and any("language_model" in n for n in changed)
+    for (name, a), (_, b) in zip(whole.state_dict().items(), again.state_dict().items()):
+        assert torch.equal(a, b), name
+    # Killed after step 1 (its partial state saved), then the same command again.
+    part = tmp_path / "base.partial"
+    train(fresh(), Encoder(proc), corpus(), steps=1, partial=part, save_every=1, **kw)
+    assert not (part / "state.pt").exists()  # the end itself is the final model, not a partial
+    train(fresh(), Encoder(proc), corpus(), steps=2, partial=part, save_every=1, **kw)
+    assert torch.load(part / "state.pt", weights_only=False)["step"] == 1
+    resumed = fresh()
+    info = train(resumed, Encoder(proc), corpus(), steps=3, partial=part, save_every=1, **kw)
+    assert info["resumed_from"] == 1
+    for (name, a), (_, b) in zip(whole.state_dict().items(), resumed.state_dict().items()):
+        assert torch.equal(a, b), name
