@@ -4,7 +4,13 @@
     python -m boundlab.toyvision.pretrain --out /tmp/tv --steps 20      # a short run
 
 The model (`model.build_vlm`) starts with toyworld2's shipped base as its language model and a new
-vision tower and projector. It is trained on toyworld2's base corpus (the mix, tier shares and
+vision tower and projector, trained in two stages.
+
+1. Reading (`--read-steps`, the tower and projector only, no language model in the loop): each of
+   the 16 image features is regressed (MSE) onto the language model's own input embedding of the
+   character in its cell (a blank cell: the space's). After it the language model sees, in the
+   image tokens' places, nearly the characters of the text world's prompt.
+2. The corpus: the whole model on toyworld2's base corpus (the mix, tier shares and
 practice recorded in that base's train_info.json), each prompt's question replaced by its picture:
 `Q:<image>;` + the same completion. The tower and projector learn at `--lr`, the language model at
 `--lm-lr` (it must learn to take its question from image tokens, and keeps the corpus's decision
@@ -84,6 +90,54 @@ class Encoder:
         return {"input_ids": ids, "attention_mask": mask, "labels": labels, "pixel_values": pixels}
 
 
+def cell_targets(tokenizer, questions: list[str]) -> torch.Tensor:
+    """Per picture, the token id of the character in each of its cells (blank: the space)."""
+    vocab = tokenizer.get_vocab()
+    n = render.GRID * render.GRID
+    return torch.tensor([[vocab[c] for c in " " * (n - len(q)) + q] for q in questions])
+
+
+def read(model, processor, corpus: world.Corpus, *, steps: int, batch_size: int, lr: float,
+         distractors: int = 0, log_every: int = 50) -> dict:
+    """Stage 1: the tower and projector learn to put each cell's character embedding in its image
+    token's place. Returns the final loss and the share of cells whose feature is nearest to the
+    right character's embedding (over the world's characters and the space)."""
+    cfg = model.config
+    table = model.get_input_embeddings().weight.detach().clone()
+    vision = [p for n, p in model.named_parameters() if "language_model" not in n and "lm_head" not in n]
+    opt = torch.optim.AdamW(vision, lr=lr, betas=(0.9, 0.98), weight_decay=0.0)
+    chars = sorted(set(cell_targets(processor.tokenizer, ["0123456789+*#()"])[0].tolist()))
+    allowed = torch.tensor(chars)
+    t0, history, recent, acc = time.time(), [], [], 0.0
+    for step in range(steps):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, steps, lr, min(20, steps // 10 + 1))
+        qs = [corpus.pair()[0][2:-1] for _ in range(batch_size)]
+        pixels = processor.image_processor([render.draw(q, distractors).convert("RGB") for q in qs],
+                                           return_tensors="pt")["pixel_values"]
+        feats = torch.stack(list(model.model.get_image_features(
+            pixel_values=pixels, vision_feature_layer=cfg.vision_feature_layer,
+            vision_feature_select_strategy=cfg.vision_feature_select_strategy).pooler_output))
+        target_ids = cell_targets(processor.tokenizer, qs)
+        loss = torch.nn.functional.mse_loss(feats, table[target_ids]) / table[allowed].var()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        recent.append(loss.item())
+        if (step + 1) % log_every == 0 or step + 1 == steps:
+            with torch.no_grad():
+                near = torch.cdist(feats.reshape(-1, feats.shape[-1]), table[allowed]).argmin(-1)
+                acc = float((allowed[near] == target_ids.reshape(-1)).float().mean())
+            history.append({"step": step + 1, "loss": round(sum(recent) / len(recent), 5),
+                            "cell_accuracy": round(acc, 4)})
+            print(f"[read] step {step + 1}/{steps} loss {history[-1]['loss']:.5f} "
+                  f"cells read {acc:.4f} {time.time() - t0:.0f}s", flush=True)
+            recent = []
+    return {"steps": steps, "batch_size": batch_size, "lr": lr, "final_loss": history[-1]["loss"]
+            if history else None, "cell_accuracy": acc, "seconds": round(time.time() - t0, 1),
+            "history": history}
+
+
 def param_groups(model, lr: float, lm_lr: float) -> list[dict]:
     vision = [p for n, p in model.named_parameters() if "language_model" not in n and "lm_head" not in n]
     lm = [p for n, p in model.named_parameters() if "language_model" in n]
@@ -159,7 +213,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="the text model the language model starts from (and whose corpus is used)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--read-steps", type=int, default=300, help="stage 1 (reading) steps")
+    ap.add_argument("--read-lr", type=float, default=3e-3)
+    ap.add_argument("--steps", type=int, default=400, help="stage 2 (corpus) steps")
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--lr", type=float, default=2e-3, help="vision tower and projector")
     ap.add_argument("--lm-lr", type=float, default=3e-4, help="the language model")
@@ -177,6 +233,12 @@ def main(argv: list[str] | None = None) -> None:
     model = build_vlm(args.text_base, tokenizer)
     corpus, spec = corpus_from(args.text_base, args.seed)
     partial = args.out / "base.partial"
+    reading = None
+    if not (partial / "state.pt").exists():  # a resumed run's partial state already holds stage 1
+        # Its own corpus stream (seed + 1), so stage 2's batches do not depend on --read-steps.
+        reading = read(model, processor, corpus_from(args.text_base, args.seed + 1)[0],
+                       steps=args.read_steps, batch_size=args.batch_size, lr=args.read_lr,
+                       distractors=args.distractors)
     info = train(model, Encoder(processor, args.distractors), corpus, steps=args.steps,
                  batch_size=args.batch_size, lr=args.lr, lm_lr=args.lm_lr, warmup=args.warmup,
                  seed=args.seed, partial=partial, save_every=args.save_every)
@@ -184,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
     info.update(command=" ".join(["python -m boundlab.toyvision.pretrain", *(argv or sys.argv[1:])]),
                 threads=args.threads, torch=torch.__version__, role="base", distractors=args.distractors,
                 text_base=str(args.text_base), text_base_sha256=lm_sha, corpus=spec,
-                image_token=IMAGE_TOKEN, params=sum(p.numel() for p in model.parameters()))
+                image_token=IMAGE_TOKEN, reading=reading, params=sum(p.numel() for p in model.parameters()))
     # The audit reads the corpus targets from `mix`, as for a toyworld2 base.
     info["mix"] = spec["mix"]
     save(model, processor, args.out / "base", info)
