@@ -19,7 +19,10 @@ as in toyworld2.
 
 Killed runs resume from `<out>/base.partial/` (model, optimizer, corpus RNG), bit-identical to an
 uninterrupted run; `--seed 0` twice gives identical weights (a test checks both on a few steps).
-The teacher: none is trained here; see `teacher.py`.
+No teacher is trained: the visual world's X family (`a#b = 10a+b`) stays out of the base's support
+by design, as in the text world; distillation into the VLM is not wired (train.py allows visual tasks
+with algo=grpo / dr_grpo only), so a VLM teacher would have no consumer yet. The recipe would be the
+text world's: this VLM fine-tuned on toyworld2's teacher corpus (canonical traces, `#` included).
 """
 
 from __future__ import annotations
