@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="the text model the language model starts from (and whose corpus is used)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--read-steps", type=int, default=300, help="stage 1 (reading) steps")
+    ap.add_argument("--read-steps", type=int, default=400, help="stage 1 (reading) steps")
     ap.add_argument("--read-lr", type=float, default=3e-3)
     ap.add_argument("--steps", type=int, default=400, help="stage 2 (corpus) steps")
     ap.add_argument("--batch-size", type=int, default=128)
