@@ -40,6 +40,7 @@ import boundlab.toyworld.task  # noqa: F401 - toy_arith
 import boundlab.toyworld.verifier  # noqa: F401 - toy
 import boundlab.toyworld2.task  # noqa: F401 - toy2
 import boundlab.toyworld2.verifier  # noqa: F401 - toy2
+import boundlab.toyvision.task  # noqa: F401 - toy_vision (toyworld2's verifier)
 from boundlab.report.schema import ReportMain
 from boundlab.toyworld.paths import register_resolver
 

@@ -142,6 +142,26 @@ def load_tokenizer(cfg: Any, resolved: str | None = None):
     return tok
 
 
+def load_processor(cfg: Any, resolved: str | None = None):
+    """The AutoProcessor of a vision-language model (model.vision=true), its tokenizer padding left
+    like every tokenizer here."""
+    from transformers import AutoProcessor
+
+    resolved = resolved or resolve_model_path(cfg)
+    try:
+        proc = AutoProcessor.from_pretrained(resolved, trust_remote_code=cfg.trust_remote_code,
+                                             **_hub_kwargs(cfg, resolved))
+    except OSError as e:
+        raise _load_error(cfg, resolved, e) from None
+    if not hasattr(proc, "tokenizer") or not hasattr(proc, "image_processor"):
+        raise ModelNotFound(f"model.vision=true but {resolved} has no image processor "
+                            f"(AutoProcessor gave {type(proc).__name__})")
+    proc.tokenizer.padding_side = "left"
+    if proc.tokenizer.pad_token is None:
+        proc.tokenizer.pad_token = proc.tokenizer.eos_token
+    return proc
+
+
 def torch_dtype(name: str):
     import torch
 
@@ -174,7 +194,9 @@ def _without_zero3_init() -> Iterator[None]:
 def load_model(cfg: Any, device: str = "cpu", resolved: str | None = None,
                whole: bool = False):
     """`whole=True`: never partition with ZeRO-3 (for probing on one rank)."""
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    auto = AutoModelForImageTextToText if getattr(cfg, "vision", False) else AutoModelForCausalLM
 
     resolved = resolved or resolve_model_path(cfg)
     check_weight_files(resolved)  # a checkpoint can be torn too, not only the configured model
@@ -186,11 +208,11 @@ def load_model(cfg: Any, device: str = "cpu", resolved: str | None = None,
     try:
         if whole:
             with _without_zero3_init():
-                model = AutoModelForCausalLM.from_pretrained(
+                model = auto.from_pretrained(
                     resolved, dtype=dtype, trust_remote_code=cfg.trust_remote_code,
                     **_hub_kwargs(cfg, resolved))
         else:
-            model = AutoModelForCausalLM.from_pretrained(resolved, dtype=dtype,
+            model = auto.from_pretrained(resolved, dtype=dtype,
                                                          trust_remote_code=cfg.trust_remote_code,
                                                          **_hub_kwargs(cfg, resolved))
     except OSError as e:

@@ -27,6 +27,9 @@ class ModelConfig:
     allow_download: bool = False
     # Run model code shipped with the checkpoint (only for models that need it).
     trust_remote_code: bool = False
+    # A vision-language model: load it with AutoModelForImageTextToText and its AutoProcessor,
+    # which samplers and trainers use to feed a visual task's images (toy_vlm).
+    vision: bool = False
 
 
 @dataclass
@@ -75,6 +78,10 @@ class TaskConfig:
     date_from: Optional[str] = None
     # livecodebench: keep problems with contest_date <= date_to (YYYY-MM-DD; null = no bound).
     date_to: Optional[str] = None
+    # toy_vision: where its deterministic PNGs are drawn (once; same problem, same bytes).
+    render_dir: Optional[str] = None
+    # toy_vision: random distractor marks drawn around each expression (0 = none).
+    distractors: int = 0
 
 
 @dataclass

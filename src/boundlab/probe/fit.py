@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-TOY_MODELS = frozenset({"toy", "toy_teacher", "toy2", "toy2_teacher"})
+TOY_MODELS = frozenset({"toy", "toy_teacher", "toy2", "toy2_teacher", "toy_vlm"})
 TOY_PROBES = frozenset({"toy", "toy2"})
 REAL_PROBE = "real"
 

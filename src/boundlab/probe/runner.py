@@ -129,6 +129,12 @@ def sample_into_store(task: Task, sampler: Sampler, verifier: Verifier, store: S
                       progress: bool = True, desc: str = "sampling", keep_text: str = "all") -> int:
     """Bring every problem of `task` to n stored samples under `key`. Returns new samples."""
     prompts = {p.problem_id: task.render(p, tokenizer) for p in task.problems}
+    visual = task.has_images()
+    if visual and not getattr(sampler, "accepts_images", False):
+        from boundlab.config import ConfigError
+
+        raise ConfigError(f"task {task.name!r} shows images, but sampler {sampler.name!r} takes none: "
+                          f"use sampler=hf with a vision-language model (model.vision=true)")
     done = store.counts_done(key)
     chunks = _plan(task, prompts, done, store.next_index(key), n, sampler.rows_per_call)
     total = sum(cnt for ch in chunks for _, _, cnt in ch)
@@ -143,8 +149,10 @@ def sample_into_store(task: Task, sampler: Sampler, verifier: Verifier, store: S
         for chunk in chunks:
             # A seed per chunk that depends on what is sampled, not on how far an earlier run got.
             chunk_seed = _chunk_seed(seed, chunk)
+            # Images go along only for a visual task, so text samplers keep their signature.
+            extra = {"images": [p.images for p, _, _ in chunk]} if visual else {}
             comps = sampler.generate([(prompts[p.problem_id], cnt) for p, _, cnt in chunk], gen,
-                                     chunk_seed)
+                                     chunk_seed, **extra)
             if pending is not None:
                 written += pending.result()
             pending = pool.submit(_verify_and_store, verifier, store, key, chunk, comps, keep_text)

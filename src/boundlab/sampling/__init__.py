@@ -29,6 +29,10 @@ def _hf(model_cfg: Any, sampler_cfg: Any, model: Any = None, tokenizer: Any = No
     from boundlab.config import to_dict
 
     options = to_dict(sampler_cfg.hf) if getattr(sampler_cfg, "hf", None) is not None else {}
+    if getattr(model_cfg, "vision", False):
+        from boundlab.models import load_processor
+
+        options["processor"] = load_processor(model_cfg)
     return HFSampler(model, tokenizer, batch_size=sampler_cfg.batch_size, **options)
 
 

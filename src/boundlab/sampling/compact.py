@@ -9,7 +9,10 @@ from the batch (cache included) once they emit EOS. It samples from the same
 distribution as `generate(do_sample=True, temperature, top_p, top_k=0)`; the random draws differ.
 
 `CompactDecoder.supports(model)` says whether a model is one it can run exactly (a float32
-LlamaForCausalLM on CPU: default RoPE, no biases, SiLU); anything else goes through `generate`. tests/unit/test_compact_sampler.py
+LlamaForCausalLM on CPU: default RoPE, no biases, SiLU, or a Llava whose language model is one);
+anything else goes through `generate`. For a Llava (the visual toy world's VLM) the prompt goes in as
+embeddings (`vlm_prompt_embeds`: the model's own vision tower and projector, their features put in
+the image tokens' places, as Llava's forward does), and the loop decodes from there. tests/unit/test_compact_sampler.py
 checks its logits against the model's own forward, with left padding.
 
 With `entropy=True` it also returns each row's mean per-token entropy of the distribution its tokens
@@ -26,14 +29,38 @@ import torch.nn.functional as F
 from boundlab.sampling.base import token_entropy
 
 
+def _language_model(model: Any) -> tuple[Any, Any]:
+    """(config, decoder stack) of a LlamaForCausalLM or of a Llava's language model."""
+    if type(model).__name__ == "LlavaForConditionalGeneration":
+        return model.config.text_config, model.model.language_model
+    return model.config, model.model
+
+
+@torch.inference_mode()
+def vlm_prompt_embeds(model: Any, ids: torch.Tensor, pixel_values: torch.Tensor) -> torch.Tensor:
+    """A Llava's input embeddings for `ids` with its image features in the image tokens' places
+    (what LlavaModel.forward builds before its language model runs)."""
+    cfg = model.config
+    emb = F.embedding(ids, model.get_input_embeddings().weight)
+    out = model.model.get_image_features(pixel_values=pixel_values.to(emb.dtype),
+                                         vision_feature_layer=cfg.vision_feature_layer,
+                                         vision_feature_select_strategy=cfg.vision_feature_select_strategy)
+    feats = torch.cat(list(out.pooler_output)).to(emb.dtype)
+    mask = ids == cfg.image_token_id
+    if int(mask.sum()) != feats.shape[0]:
+        raise ValueError(f"{int(mask.sum())} image tokens in the prompts but {feats.shape[0]} image "
+                         f"features: every prompt must hold its images' tokens")
+    emb[mask] = feats.reshape(-1, emb.shape[-1])
+    return emb
+
+
 class CompactDecoder:
     def __init__(self, model: Any):
-        cfg = model.config
+        cfg, inner = _language_model(model)
         self.n_heads = cfg.num_attention_heads
         self.n_kv = cfg.num_key_value_heads
         self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         self.eps = cfg.rms_norm_eps
-        inner = model.model
         self.embed = inner.embed_tokens.weight.detach()
         self.lm_head = model.lm_head.weight.detach()
         self.final_norm = inner.norm.weight.detach()
@@ -71,8 +98,11 @@ class CompactDecoder:
 
     @staticmethod
     def supports(model: Any) -> bool:
-        cfg = getattr(model, "config", None)
-        if cfg is None or type(model).__name__ != "LlamaForCausalLM":
+        name = type(model).__name__
+        if name not in ("LlamaForCausalLM", "LlavaForConditionalGeneration"):
+            return False
+        cfg, _ = _language_model(model)
+        if name == "LlavaForConditionalGeneration" and cfg.model_type != "llama":
             return False
         rope = getattr(cfg, "rope_parameters", None)
         if rope is None:  # older configs: rope_scaling None means the default RoPE
@@ -82,7 +112,7 @@ class CompactDecoder:
                 and not getattr(cfg, "mlp_bias", False) and cfg.hidden_act == "silu"
                 and getattr(cfg, "pretraining_tp", 1) == 1
                 and next(model.parameters()).device.type == "cpu"
-                and next(model.parameters()).dtype == torch.float32)
+                and all(p.dtype == torch.float32 for p in model.parameters()))
 
     def _norm(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
@@ -93,12 +123,12 @@ class CompactDecoder:
         return x * cos + rot * sin
 
     def forward(self, ids: torch.Tensor, pos: torch.Tensor, cache: list[torch.Tensor], start: int,
-                bias: torch.Tensor) -> torch.Tensor:
+                bias: torch.Tensor, embeds: torch.Tensor | None = None) -> torch.Tensor:
         """Logits at the last position. `ids`, `pos`: [B, T]; each layer's keys and values go to
         `cache[layer][0|1, :, :, start:start+T]`; `bias`: [B, 1, T, start+T], 0 where a query may
-        attend and -inf where not."""
+        attend and -inf where not. `embeds` [B, T, H], when given, replaces the embedding of `ids`."""
         b, t = ids.shape
-        h = F.embedding(ids, self.embed)
+        h = F.embedding(ids, self.embed) if embeds is None else embeds
         cos, sin = self.cos[pos][:, None], self.sin[pos][:, None]  # [B, 1, T, hd]
         nh, nkv, hd = self.n_heads, self.n_kv, self.head_dim
         end = start + t
@@ -119,14 +149,18 @@ class CompactDecoder:
             h = h + F.linear(F.silu(gate) * up, w_down)
         return F.linear(self._norm(h[:, -1], self.final_norm), self.lm_head)
 
-    def prefill(self, ids: torch.Tensor, attn: torch.Tensor, total: int
+    def prefill(self, ids: torch.Tensor, attn: torch.Tensor, total: int,
+                embeds: torch.Tensor | None = None
                 ) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor, torch.Tensor]:
         """Run left-padded prompts `ids`/`attn` [B, P] into a fresh cache with room for `total`
         positions. Returns the last position's logits, the cache, each row's key bias over `total`
-        positions (-inf on its left padding, 0 elsewhere) and each row's next position."""
+        positions (-inf on its left padding, 0 elsewhere) and each row's next position. `embeds`:
+        the prompts' input embeddings (a VLM's, images included), in place of `ids`' embedding."""
         b, p = ids.shape
         if total > self.cos.shape[0]:
             self._rope_table(total)
+        if embeds is not None:
+            return self._prefill_embeds(ids, attn, total, embeds)
         # A problem's n samples share one prompt: run each distinct prompt once and copy its keys,
         # values and logits to its rows (at n >= the batch size every row of a batch is one prompt).
         uniq, inverse = torch.unique(torch.cat([ids, attn], dim=1), dim=0, return_inverse=True)
@@ -148,10 +182,37 @@ class CompactDecoder:
         bias.diagonal(dim1=-2, dim2=-1).clamp_(min=0)
         return self.forward(ids, pos, cache, 0, bias), cache, keybias, pos[:, -1] + 1
 
+    def _prefill_embeds(self, ids: torch.Tensor, attn: torch.Tensor, total: int, embeds: torch.Tensor
+                        ) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor, torch.Tensor]:
+        """`prefill` from embeddings. Rows are shared by equal embeddings, not equal ids: two
+        problems' prompts have the same tokens and differ only in their images."""
+        b, p = ids.shape
+        key = torch.cat([embeds.flatten(1), attn.to(embeds.dtype)], dim=1)
+        uniq, inverse = torch.unique(key, dim=0, return_inverse=True)
+        if len(uniq) < b:
+            inv = inverse.tolist()
+            first = torch.tensor([inv.index(u) for u in range(len(uniq))])
+            logits, ucache, ukeybias, unext = self._prefill_embeds(ids[first], attn[first], total,
+                                                                   embeds[first])
+            cache = []
+            for kv in ucache:
+                full = kv.new_empty(2, b, self.n_kv, total, self.head_dim)
+                full[:, :, :, :p] = kv[:, inverse, :, :p]
+                cache.append(full)
+            return logits[inverse], cache, ukeybias[inverse], unext[inverse]
+        cache = [torch.empty(2, b, self.n_kv, total, self.head_dim) for _ in self.layers]
+        pos = (attn.cumsum(-1) - 1).clamp(min=0)
+        neg = torch.finfo(torch.float32).min
+        keybias = torch.zeros(b, 1, 1, total)
+        keybias[:, 0, 0, :p].masked_fill_(~attn.bool(), neg)
+        bias = keybias[:, :, :, :p] + torch.full((p, p), neg).triu(1)
+        bias.diagonal(dim1=-2, dim2=-1).clamp_(min=0)
+        return self.forward(ids, pos, cache, 0, bias, embeds), cache, keybias, pos[:, -1] + 1
+
     @torch.inference_mode()
     def sample(self, ids: torch.Tensor, attn: torch.Tensor, max_new_tokens: int, eos: set[int],
                temperature: float, top_p: float, generator: torch.Generator,
-               entropy: bool = False) -> list[tuple]:
+               entropy: bool = False, embeds: torch.Tensor | None = None) -> list[tuple]:
         """Left-padded `ids`/`attn` [B, P] -> per row (generated ids incl. EOS, "eos" | "length"),
         and with `entropy` a third item: the mean entropy (nats) of the distributions its tokens were
         drawn from (None when greedy). Recording it draws nothing: the samples are the same."""
@@ -159,7 +220,7 @@ class CompactDecoder:
         record = entropy and temperature > 0
         ent_sum = [0.0] * b
         total = p + max_new_tokens
-        logits, cache, keybias, nextpos = self.prefill(ids, attn, total)
+        logits, cache, keybias, nextpos = self.prefill(ids, attn, total, embeds)
         rows = torch.arange(b)  # batch slot -> request row
         live = torch.ones(b, dtype=torch.bool)
         out: list[list[int]] = [[] for _ in range(b)]

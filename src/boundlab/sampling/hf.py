@@ -18,6 +18,12 @@ forward with `engine=generate` at T = 0.7, top-p 0.9). A model whose generation 
 another warper (min_p, typical_p, epsilon or eta cutoff, top_h) records None: the copy would not be
 the distribution sampled from. With stop strings, a row's entropy covers its n_tokens, as the token
 count does.
+
+A vision-language model comes with its processor (`processor=`, loaded with `AutoProcessor`): each
+row's images (a visual task's `Problem.images`, handed over by the probe as `images=`) go through
+the processor with the prompt, whose image token the processor expands, and `generate` gets the
+pixel values; the compact decoder (`engine=auto`, a float32 Llava on CPU) decodes from the prompt
+embeddings the model's own vision tower and projector give (`compact.vlm_prompt_embeds`).
 """
 
 from __future__ import annotations
@@ -67,11 +73,13 @@ class HFSampler(Sampler):
     name = "hf"
 
     def __init__(self, model: Any, tokenizer: Any, batch_size: int = 64, engine: str = "auto",
-                 entropy: bool = True):
+                 entropy: bool = True, processor: Any = None):
         from boundlab.sampling.compact import CompactDecoder
 
         self.model = model
-        self.tok = tokenizer
+        self.processor = processor
+        # With a processor, its own tokenizer decodes (it knows the image token the processor adds).
+        self.tok = tokenizer = processor.tokenizer if processor is not None else tokenizer
         self.rows_per_call = int(batch_size)
         self.device = next(model.parameters()).device
         eos = model.generation_config.eos_token_id
@@ -86,33 +94,56 @@ class HFSampler(Sampler):
         self._generate_entropy = self.entropy and not any(
             ok(getattr(gc, name, None)) for name, ok in _OTHER_WARPERS)
 
+    @property
+    def accepts_images(self) -> bool:
+        return self.processor is not None
+
     def key_engine(self, settings: GenSettings) -> str | None:
         """"compact" when these settings are sampled by the compact decoder (stop strings go
         through `generate`), None for `generate`: the probe key records the former."""
         return "compact" if self.compact is not None and not settings.stop else None
 
-    def _encode(self, prompts: list[str]) -> dict[str, torch.Tensor]:
+    def _encode(self, prompts: list[str], images: list[list[str]] | None = None
+                ) -> dict[str, torch.Tensor]:
         # The same rule as every sampler's prompt tokens (base.prompt_token_ids): no second BOS.
-        enc = self.tok(prompts, return_tensors="pt", padding=True,
-                       add_special_tokens=add_special_tokens_for(self.tok, prompts))
-        return {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+        special = add_special_tokens_for(self.tok, prompts)
+        if self.processor is None:
+            enc = self.tok(prompts, return_tensors="pt", padding=True, add_special_tokens=special)
+            return {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+        flat = [_load_image(f) for row in images for f in row]
+        enc = self.processor(text=prompts, images=flat or None, return_tensors="pt", padding=True,
+                             add_special_tokens=special)
+        out = {k: v.to(self.device) for k, v in enc.items() if isinstance(v, torch.Tensor)}
+        if "pixel_values" in out:
+            out["pixel_values"] = out["pixel_values"].to(self.model.dtype)
+        return out
 
     @torch.inference_mode()
     def generate(self, requests: Sequence[tuple[str, int]], settings: GenSettings,
-                 seed: int) -> list[list[Completion]]:
+                 seed: int, images: Sequence[list[str]] | None = None) -> list[list[Completion]]:
+        """`images`: per request, its image files (a visual task); required with a processor."""
+        if (images is None) != (self.processor is None):
+            raise ValueError("the hf sampler of a vision-language model needs each prompt's images "
+                             "(images=...), and a text model takes none" if self.processor is not None
+                             else "images were given, but this hf sampler has no processor: set "
+                             "model.vision=true for a vision-language model")
         rows = [p for p, count in requests for _ in range(count)]
+        row_images = ([imgs for (_, count), imgs in zip(requests, images) for _ in range(count)]
+                      if images is not None else None)
         out: list[Completion] = []
         for start in range(0, len(rows), self.rows_per_call):
-            out.extend(self._generate_rows(rows[start : start + self.rows_per_call], settings,
-                                           seed + start))
+            end = start + self.rows_per_call
+            out.extend(self._generate_rows(rows[start:end], settings, seed + start,
+                                           row_images[start:end] if row_images is not None else None))
         grouped, i = [], 0
         for _, count in requests:
             grouped.append(out[i : i + count])
             i += count
         return grouped
 
-    def _generate_rows(self, rows: list[str], s: GenSettings, seed: int) -> list[Completion]:
-        enc = self._encode(rows)
+    def _generate_rows(self, rows: list[str], s: GenSettings, seed: int,
+                       images: list[list[str]] | None = None) -> list[Completion]:
+        enc = self._encode(rows, images)
         if self.key_engine(s) == "compact":
             return self._compact_rows(enc, s, seed)
         torch.manual_seed(seed)
@@ -162,10 +193,26 @@ class HFSampler(Sampler):
         return result
 
     def _compact_rows(self, enc: dict[str, torch.Tensor], s: GenSettings, seed: int) -> list[Completion]:
+        from boundlab.sampling.compact import vlm_prompt_embeds
+
         gen = torch.Generator().manual_seed(seed)
+        embeds = (vlm_prompt_embeds(self.model, enc["input_ids"], enc["pixel_values"])
+                  if "pixel_values" in enc else None)
         drawn = self.compact.sample(enc["input_ids"], enc["attention_mask"], s.max_new_tokens,
-                                    self.eos_ids, s.temperature, s.top_p, gen, entropy=self.entropy)
+                                    self.eos_ids, s.temperature, s.top_p, gen, entropy=self.entropy,
+                                    embeds=embeds)
         texts = self.tok.batch_decode([d[0] for d in drawn], skip_special_tokens=True)
         # (ids, finish) rows, or (ids, finish, mean entropy) with entropy on.
         return [Completion(text, len(d[0]), d[1], d[2] if len(d) > 2 else None)
                 for text, d in zip(texts, drawn)]
+
+
+def _load_image(path: str):
+    """An image file as an RGB PIL image, read fully (no file handle kept open)."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as im:
+            return im.convert("RGB")
+    except (OSError, ValueError) as e:
+        raise ValueError(f"cannot read image {path!r}: {e}") from None

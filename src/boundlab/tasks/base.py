@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 
@@ -93,8 +94,13 @@ class Task:
                                                  add_generation_prompt=True)
         return self.template.replace("{question}", problem.question)
 
+    def has_images(self) -> bool:
+        return any(p.images for p in self.problems)
+
     def fingerprint(self) -> str:
-        """Changes whenever anything that affects sampling or scoring changes."""
+        """Changes whenever anything that affects sampling or scoring changes. A problem with images
+        adds the sha256 of each image's bytes (not its path: a redrawn image must change the key, a
+        moved one must not); a text problem hashes exactly as before images existed."""
         h = hashlib.sha256()
         head = {"name": self.name, "template": self.template, "verifier": self.verifier,
                 "chat": self.chat, "system": self.system}
@@ -102,4 +108,24 @@ class Task:
         for p in self.problems:
             h.update(json.dumps([p.problem_id, p.question, p.answer, p.meta], sort_keys=True,
                                 default=str).encode())
+            if p.images:
+                h.update(json.dumps(["images", [image_sha256(f) for f in p.images]]).encode())
         return h.hexdigest()[:16]
+
+
+def image_sha256(path: str) -> str:
+    """sha256 of an image file's bytes, cached by (path, size, mtime): a task's fingerprint is taken
+    several times per probe, and a visual task has hundreds of images."""
+    import os
+
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise FileNotFoundError(f"image {path!r} of a task problem cannot be read ({e.strerror})") from None
+    return _image_sha256(path, st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=65536)
+def _image_sha256(path: str, size: int, mtime_ns: int) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()

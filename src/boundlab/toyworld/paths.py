@@ -22,7 +22,11 @@ def teacher_model_dir() -> Path:
 
 def toy_model(which: str = "base") -> str:
     """The `${toy_model:base}` / `${toy_model:teacher}` resolver of conf/model/toy*.yaml
-    (`base2` / `teacher2`: the second-edition world's)."""
+    (`base2` / `teacher2`: the second-edition world's; `vlm`: the visual world's VLM)."""
+    if which == "vlm":
+        from boundlab.toyvision import paths as pv
+
+        return str(pv.base_model_dir())
     if which in ("base2", "teacher2"):
         from boundlab.toyworld2 import paths as p2
 

@@ -148,13 +148,16 @@ def composition(rates: dict[str, dict], tiers: dict[str, dict], problems: list[P
     return out
 
 
-def support(model, tok, problems: list[Problem], n: int, seed: int) -> dict[str, dict]:
+def support(model, tok, problems: list[Problem], n: int, seed: int, verdicts=None) -> dict[str, dict]:
+    """`verdicts(model, tok, problems, n, seed)`: how to sample and judge (default: the text
+    world's; the visual world passes its own)."""
+    verdicts = verdicts or _verdicts
     out = {}
     for tier in SUPPORT_TIERS:
         ps = [p for p in problems if p.meta["tier"] == tier]
         if not ps:
             continue
-        vs = _verdicts(model, tok, ps, n, seed)
+        vs = verdicts(model, tok, ps, n, seed)
         cs = [sum(bool(v.strict) for v in row) for row in vs]
         share = sum(c > 0 for c in cs) / len(cs)
         out[tier] = {"problems": len(ps), "n": n, "supported": sum(c > 0 for c in cs),

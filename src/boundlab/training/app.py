@@ -70,6 +70,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     probe_task = load_task(cfg)
     probe_task.groups()  # a group_by some problem lacks fails here, before any model work
     train_task = build_task(_with(cfg.task, split=cfg.train.train_split, limit=cfg.train.train_limit))
+    _check_vision(cfg, train_task)
     store = Store(cfg.store.path)
     verifier = build_verifier(probe_task.verifier, **verifier_options(probe_task.verifier, cfg.verify))
     info = _load_run_info(run_dir)
@@ -106,13 +107,19 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
             return {"run_dir": str(run_dir), "rows": tracker.rows, "finished": True}
 
         tok = load_tokenizer(cfg.model, base_dir)
+        processing = tok
+        if cfg.model.vision:  # TRL trains a VLM through its processor (the images go through it)
+            from boundlab.models import load_processor
+
+            processing = load_processor(cfg.model, base_dir)
+            tok = processing.tokenizer
         model = load_model(cfg.model, "cpu" if cfg.backend.use_cpu else "cuda", base_dir)
-        dataset = _dataset(train_task, tok)
+        dataset = _dataset(train_task, tok, processing if cfg.model.vision else None)
         peft_config = _peft(cfg)
         report_to = ["wandb"] if logger.mode != "disabled" and logger.run_id else []
         reward = make_reward_fn(train_task, verifier, cfg.algo.max_completion_length, tok.eos_token_id)
         trainer = build_trainer(BuildInputs(
-            cfg, model, tok, dataset, [reward],
+            cfg, model, processing, dataset, [reward],
             [ProbeCallback(tracker, cfg.train.probe_mode, cfg.train.save_total_limit,
                            cfg.train.stop_on_shrink)], str(ckpt_dir),
             report_to, peft_config, BuildContext(train_task, verifier, store, run_dir)))
@@ -150,11 +157,57 @@ def _relog_lost_probes(tracker: Any, run_dir: Path, run_id: str) -> None:
               flush=True)
 
 
-def _dataset(task: Any, tok: Any):
+# Trainers that feed a problem's images through the processor (TRL's GRPOTrainer family).
+VISION_ALGOS = ("grpo", "dr_grpo")
+
+
+def _check_vision(cfg: Any, task: Any) -> None:
+    from boundlab.config import ConfigError
+
+    if task.has_images() and not cfg.model.vision:
+        raise ConfigError(f"task {task.name!r} shows images, but model {cfg.model.name!r} is a text "
+                          f"model: use a vision-language model (model.vision=true, e.g. model=toy_vlm)")
+    if task.has_images() and cfg.algo.name not in VISION_ALGOS:
+        raise ConfigError(f"algo={cfg.algo.name} does not feed images to the model; a visual task trains "
+                          f"with algo in {list(VISION_ALGOS)}")
+    if cfg.model.vision and not task.has_images():
+        raise ConfigError(f"model {cfg.model.name!r} is a vision-language model but task {task.name!r} "
+                          f"has no images (use a visual task, e.g. task=toy_vision)")
+
+
+def _dataset(task: Any, tok: Any, processor: Any = None):
     from datasets import Dataset
 
-    return Dataset.from_list([{"prompt": task.render(p, tok), "problem_id": p.problem_id}
-                              for p in task.problems])
+    if processor is None:
+        return Dataset.from_list([{"prompt": task.render(p, tok), "problem_id": p.problem_id}
+                                  for p in task.problems])
+    return Dataset.from_list([visual_row(task, p, processor) for p in task.problems])
+
+
+def visual_row(task: Any, problem: Any, processor: Any) -> dict[str, Any]:
+    """A visual problem as TRL's VLM path wants it: a conversational prompt whose user turn is the
+    rendered prompt cut at the processor's image token into text and image blocks, and the images
+    (TRL fills the blocks with them). The processor's chat template must put the blocks back
+    together as the same string, so training sees exactly the prompt the probe samples from."""
+    from PIL import Image
+
+    text = task.render(problem)
+    parts = text.split(processor.image_token)
+    if len(parts) - 1 != len(problem.images):
+        raise ValueError(f"problem {problem.problem_id!r}: its prompt has {len(parts) - 1} image token(s) "
+                         f"({processor.image_token!r}) but {len(problem.images)} image(s)")
+    content: list[dict[str, str]] = []
+    for i, part in enumerate(parts):
+        if i:
+            content.append({"type": "image"})
+        if part:
+            content.append({"type": "text", "text": part})
+    images = []
+    for f in problem.images:
+        with Image.open(f) as im:
+            images.append(im.convert("RGB"))
+    return {"prompt": [{"role": "user", "content": content}], "images": images,
+            "problem_id": problem.problem_id}
 
 
 def _peft(cfg: Any):
