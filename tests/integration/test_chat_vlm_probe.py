@@ -220,3 +220,18 @@ def test_training_rows_render_to_the_probe_prompt(chat_vlm):
                                                  tokenize=False, add_generation_prompt=True)
         assert trl_text == task.render(p, processor)
         assert trl_text.count(placeholder) == 1
+
+
+def test_export_writes_the_processor_rendered_prompt(chat_vlm, tmp_path):
+    """`export=` with a VLM: each line's `prompt` is the processor-rendered string the probe feeds."""
+    model_dir, placeholder = chat_vlm
+    out = tmp_path / "prompts.jsonl"
+    env = dict(os.environ, BOUNDLAB_STORE=str(tmp_path / "store.sqlite"), HF_HUB_OFFLINE="1",
+               TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, str(ROOT / "probe.py"), *_overrides(model_dir), f"export={out}",
+                           "logger=none", f"hydra.run.dir={tmp_path / 'run'}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows and all(r["prompt"].count(f"<|vision_start|>{placeholder}<|vision_end|>") == len(r["images"]) == 1
+                        and r["prompt"].startswith(f"<|im_start|>system\n{SYSTEM}<|im_end|>") for r in rows)
