@@ -87,14 +87,16 @@ def _build_qwen(out: Path) -> str:
         pytest.skip(f"Qwen2_5_VLProcessor cannot be built here ({type(e).__name__}: {str(e).strip().splitlines()[0]}); transformers "
                     f"checks its video_processor against VideoProcessorMixin, which needs torchvision")
     ids = tok.convert_tokens_to_ids
+    special = dict(bos_token_id=ids("<|endoftext|>"), eos_token_id=ids("<|im_end|>"),
+                   pad_token_id=ids("<|endoftext|>"))  # read from the text config, not the outer one
     cfg = Qwen2_5_VLConfig(
-        text_config=_text_config(len(tok), rope_scaling={"type": "mrope", "mrope_section": [2, 3, 3]}),
+        text_config=_text_config(len(tok), rope_scaling={"type": "mrope", "mrope_section": [2, 3, 3]},
+                                 **special),
         vision_config=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=32,
                            patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
                            fullatt_block_indexes=[0]),
         image_token_id=ids("<|image_pad|>"), video_token_id=ids("<|video_pad|>"),
-        vision_start_token_id=ids("<|vision_start|>"), vision_end_token_id=ids("<|vision_end|>"),
-        bos_token_id=ids("<|endoftext|>"), eos_token_id=ids("<|im_end|>"), pad_token_id=ids("<|endoftext|>"))
+        vision_start_token_id=ids("<|vision_start|>"), vision_end_token_id=ids("<|vision_end|>"), **special)
     Qwen2_5_VLForConditionalGeneration(cfg).save_pretrained(out)
     proc.save_pretrained(out)
     return "<|image_pad|>"
