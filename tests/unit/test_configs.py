@@ -164,6 +164,7 @@ def test_paper_vlm_preset_carries_the_model_prompt_and_sampling():
             _resolve(cfg)
             assert (cfg.model.name, cfg.model.path) == ("qwen2.5_vl_7b", "Qwen/Qwen2.5-VL-7B-Instruct")
             assert cfg.model.dtype == "bfloat16" and cfg.model.allow_download is False
+            assert cfg.model.vision is True  # loaded with its processor, which places the images
             assert (cfg.probe.n, cfg.probe.temperature, cfg.probe.top_p) == (256, 0.6, 0.95)
             assert cfg.probe.max_new_tokens == 16384 and cfg.sampler.device == "cuda"
             assert cfg.task.name == task and cfg.task.chat is True

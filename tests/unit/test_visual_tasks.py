@@ -227,3 +227,38 @@ def test_mathvista_hint_names_the_answer_form(tmp_path, qtype, atype, precision,
     f = _write(tmp_path, VISTA, [row])
     p = load_mathvista(f, tmp_path)[0]
     assert p.question.splitlines()[0].startswith("Hint: ") and hint in p.question.splitlines()[0]
+
+
+# -- rendering a visual problem with a VLM's processor (Task.render) ---------------------------------
+def _one_image_problem(images: int = 1):
+    from boundlab.tasks import Problem
+
+    img = str(VISTA / "images" / "1.png")
+    return Problem("p1", "How tall?", "1.2", images=[img] * images)
+
+
+def test_chat_task_renders_image_blocks_through_the_processor():
+    """A chat task with images goes through the processor's chat template with image blocks first,
+    then the text; the tokenizer alone (a string user turn) would leave no placeholder."""
+    from boundlab.tasks import Task
+    from boundlab.toyvision.model import IMAGE_TOKEN, build_processor
+
+    proc, p = build_processor(), _one_image_problem()
+    task = Task("v", [p], template="Q {question}", chat=True, system="sys")
+    assert task.vision_messages(p)[1]["content"] == [{"type": "image"}, {"type": "text", "text": "Q How tall?"}]
+    # The toy processor's template writes each block in order (and no system turn markers).
+    assert task.render(p, proc) == "sys" + IMAGE_TOKEN + "Q How tall?"
+
+
+@pytest.mark.parametrize("template,images,held", [("{question}", 1, 0), ("<image>{question}", 2, 1),
+                                                  ("<image><image>{question}", 1, 2)])
+def test_placeholder_count_must_match_the_images(template, images, held):
+    from boundlab.tasks import Task
+    from boundlab.toyvision.model import build_processor
+
+    p = _one_image_problem(images)
+    with pytest.raises(ValueError) as e:
+        Task("v", [p], template=template).render(p, build_processor())
+    assert str(e.value) == (f"problem 'p1' of task 'v': its prompt holds {held} image placeholder(s) "
+                            f"('<image>') for {images} image(s)")
+    assert Task("v", [p], template=template).render(p) == template.replace("{question}", "How tall?")

@@ -37,9 +37,11 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
     if cfg.export:
         tok = None
         if task.chat and (cfg.model.path or cfg.model.gguf_package):
-            from boundlab.models import load_tokenizer
+            from boundlab.models import load_processor, load_tokenizer
 
-            tok = load_tokenizer(cfg.model)
+            # A VLM's processor renders a visual task's prompt exactly as its sampler does.
+            tok = (load_processor(cfg.model) if task.has_images() and cfg.model.vision
+                   else load_tokenizer(cfg.model))
         out = export_prompts(task, cfg.export, tok, cfg.model.name if tok is not None else None)
         if not task.chat:
             what = "the prompt (no chat wrapping: the same for every model)"

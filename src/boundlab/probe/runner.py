@@ -128,8 +128,10 @@ def sample_into_store(task: Task, sampler: Sampler, verifier: Verifier, store: S
                       n: int, gen: GenSettings, seed: int, tokenizer: Any = None,
                       progress: bool = True, desc: str = "sampling", keep_text: str = "all") -> int:
     """Bring every problem of `task` to n stored samples under `key`. Returns new samples."""
-    prompts = {p.problem_id: task.render(p, tokenizer) for p in task.problems}
     visual = task.has_images()
+    # A visual task renders through the sampler's processor (its chat template places the images).
+    render_with = (getattr(sampler, "processor", None) if visual else None) or tokenizer
+    prompts = {p.problem_id: task.render(p, render_with) for p in task.problems}
     if visual and not getattr(sampler, "accepts_images", False):
         from boundlab.config import ConfigError
 

@@ -87,12 +87,39 @@ class Task:
             out.setdefault(str(p.meta[self.group_by]), []).append(i)
         return out
 
+    def vision_messages(self, problem: Problem) -> list[dict[str, Any]]:
+        """The chat turns of a problem with images, in the structured form a VLM processor's chat
+        template reads: the system message (when the task has one), then a user turn of one image
+        block per image followed by the text (the order of Qwen2.5-VL's own examples). Only blocks
+        make the template write the image placeholder (Qwen: <|vision_start|><|image_pad|>
+        <|vision_end|>); a string user turn would leave the processor nowhere to put the image."""
+        text = self.template.replace("{question}", problem.question)
+        system = [{"role": "system", "content": [{"type": "text", "text": self.system}]}] if self.system else []
+        return system + [{"role": "user", "content": [{"type": "image"} for _ in problem.images]
+                          + [{"type": "text", "text": text}]}]
+
     def render(self, problem: Problem, tokenizer: Any = None) -> str:
-        """The exact prompt string a sampler feeds the model."""
-        if self.chat and tokenizer is not None and getattr(tokenizer, "chat_template", None):
-            return tokenizer.apply_chat_template(self.messages(problem), tokenize=False,
-                                                 add_generation_prompt=True)
-        return self.template.replace("{question}", problem.question)
+        """The exact prompt string a sampler feeds the model. `tokenizer` may be a vision-language
+        model's processor: then a chat task's problem with images is rendered by the processor's
+        chat template from `vision_messages`, and any prompt of a problem with images must hold one
+        image placeholder (the processor's `image_token`) per image."""
+        proc = tokenizer if is_processor(tokenizer) else None
+        if self.chat and proc is not None and problem.images and getattr(proc, "chat_template", None):
+            text = proc.apply_chat_template(self.vision_messages(problem), tokenize=False,
+                                            add_generation_prompt=True)
+        else:
+            tok = proc.tokenizer if proc is not None else tokenizer
+            if self.chat and tok is not None and getattr(tok, "chat_template", None):
+                text = tok.apply_chat_template(self.messages(problem), tokenize=False,
+                                               add_generation_prompt=True)
+            else:
+                text = self.template.replace("{question}", problem.question)
+        token = getattr(proc, "image_token", None)
+        if token and problem.images and text.count(token) != len(problem.images):
+            raise ValueError(f"problem {problem.problem_id!r} of task {self.name!r}: its prompt holds "
+                             f"{text.count(token)} image placeholder(s) ({token!r}) for "
+                             f"{len(problem.images)} image(s)")
+        return text
 
     def has_images(self) -> bool:
         return any(p.images for p in self.problems)
@@ -111,6 +138,11 @@ class Task:
             if p.images:
                 h.update(json.dumps(["images", [image_sha256(f) for f in p.images]]).encode())
         return h.hexdigest()[:16]
+
+
+def is_processor(obj: Any) -> bool:
+    """A multimodal processor (a tokenizer plus an image processor), as opposed to a tokenizer."""
+    return obj is not None and hasattr(obj, "tokenizer") and hasattr(obj, "image_processor")
 
 
 def image_sha256(path: str) -> str:

@@ -185,29 +185,30 @@ def _dataset(task: Any, tok: Any, processor: Any = None):
 
 
 def visual_row(task: Any, problem: Any, processor: Any) -> dict[str, Any]:
-    """A visual problem as TRL's VLM path wants it: a conversational prompt whose user turn is the
-    rendered prompt cut at the processor's image token into text and image blocks, and the images
-    (TRL fills the blocks with them). The processor's chat template must put the blocks back
-    together as the same string, so training sees exactly the prompt the probe samples from."""
+    """A visual problem as TRL's VLM path wants it: a conversational prompt with image blocks, and
+    the images (TRL fills the blocks with them and renders the prompt with the processor's chat
+    template), so training sees exactly the prompt the probe samples from (`Task.render` with the
+    processor). A chat task gives its structured turns (`Task.vision_messages`); a task without
+    chat wrapping (the toy world's `Q:<image>;`) gives one user turn, the rendered prompt cut at
+    the processor's image token, whose chat template must put the blocks back together."""
     from PIL import Image
 
-    text = task.render(problem)
-    parts = text.split(processor.image_token)
-    if len(parts) - 1 != len(problem.images):
-        raise ValueError(f"problem {problem.problem_id!r}: its prompt has {len(parts) - 1} image token(s) "
-                         f"({processor.image_token!r}) but {len(problem.images)} image(s)")
-    content: list[dict[str, str]] = []
-    for i, part in enumerate(parts):
-        if i:
-            content.append({"type": "image"})
-        if part:
-            content.append({"type": "text", "text": part})
+    text = task.render(problem, processor)  # also checks one image placeholder per image
+    if task.chat and getattr(processor, "chat_template", None):
+        prompt = task.vision_messages(problem)
+    else:
+        content: list[dict[str, str]] = []
+        for i, part in enumerate(text.split(processor.image_token)):
+            if i:
+                content.append({"type": "image"})
+            if part:
+                content.append({"type": "text", "text": part})
+        prompt = [{"role": "user", "content": content}]
     images = []
     for f in problem.images:
         with Image.open(f) as im:
             images.append(im.convert("RGB"))
-    return {"prompt": [{"role": "user", "content": content}], "images": images,
-            "problem_id": problem.problem_id}
+    return {"prompt": prompt, "images": images, "problem_id": problem.problem_id}
 
 
 def _peft(cfg: Any):
