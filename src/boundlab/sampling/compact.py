@@ -159,13 +159,16 @@ class CompactDecoder:
         b, p = ids.shape
         if total > self.cos.shape[0]:
             self._rope_table(total)
-        if embeds is not None:
-            return self._prefill_embeds(ids, attn, total, embeds)
         # A problem's n samples share one prompt: run each distinct prompt once and copy its keys,
         # values and logits to its rows (at n >= the batch size every row of a batch is one prompt).
-        uniq, inverse = torch.unique(torch.cat([ids, attn], dim=1), dim=0, return_inverse=True)
+        # With `embeds`, rows are shared by equal embeddings, not equal ids: two problems' prompts
+        # can have the same tokens and differ only in their images.
+        key = torch.cat([ids, attn] if embeds is None else [embeds.flatten(1), attn.to(embeds.dtype)], dim=1)
+        uniq, inverse = torch.unique(key, dim=0, return_inverse=True)
         if len(uniq) < b:
-            logits, ucache, ukeybias, unext = self.prefill(uniq[:, :p], uniq[:, p:], total)
+            first = torch.full((len(uniq),), b).scatter_reduce_(0, inverse, torch.arange(b), "amin")
+            logits, ucache, ukeybias, unext = self.prefill(
+                ids[first], attn[first], total, None if embeds is None else embeds[first])
             cache = []
             for kv in ucache:  # only the prompt's columns hold anything yet
                 full = kv.new_empty(2, b, self.n_kv, total, self.head_dim)
@@ -179,33 +182,6 @@ class CompactDecoder:
         keybias[:, 0, 0, :p].masked_fill_(~attn.bool(), neg)
         bias = keybias[:, :, :, :p] + torch.full((p, p), neg).triu(1)
         # A padding query row attends to nothing; let it see itself (its output is never used).
-        bias.diagonal(dim1=-2, dim2=-1).clamp_(min=0)
-        return self.forward(ids, pos, cache, 0, bias), cache, keybias, pos[:, -1] + 1
-
-    def _prefill_embeds(self, ids: torch.Tensor, attn: torch.Tensor, total: int, embeds: torch.Tensor
-                        ) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor, torch.Tensor]:
-        """`prefill` from embeddings. Rows are shared by equal embeddings, not equal ids: two
-        problems' prompts have the same tokens and differ only in their images."""
-        b, p = ids.shape
-        key = torch.cat([embeds.flatten(1), attn.to(embeds.dtype)], dim=1)
-        uniq, inverse = torch.unique(key, dim=0, return_inverse=True)
-        if len(uniq) < b:
-            inv = inverse.tolist()
-            first = torch.tensor([inv.index(u) for u in range(len(uniq))])
-            logits, ucache, ukeybias, unext = self._prefill_embeds(ids[first], attn[first], total,
-                                                                   embeds[first])
-            cache = []
-            for kv in ucache:
-                full = kv.new_empty(2, b, self.n_kv, total, self.head_dim)
-                full[:, :, :, :p] = kv[:, inverse, :, :p]
-                cache.append(full)
-            return logits[inverse], cache, ukeybias[inverse], unext[inverse]
-        cache = [torch.empty(2, b, self.n_kv, total, self.head_dim) for _ in self.layers]
-        pos = (attn.cumsum(-1) - 1).clamp(min=0)
-        neg = torch.finfo(torch.float32).min
-        keybias = torch.zeros(b, 1, 1, total)
-        keybias[:, 0, 0, :p].masked_fill_(~attn.bool(), neg)
-        bias = keybias[:, :, :, :p] + torch.full((p, p), neg).triu(1)
         bias.diagonal(dim1=-2, dim2=-1).clamp_(min=0)
         return self.forward(ids, pos, cache, 0, bias, embeds), cache, keybias, pos[:, -1] + 1
 

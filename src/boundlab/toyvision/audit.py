@@ -13,7 +13,6 @@ teacher is audited: the visual world ships none (see `pretrain`).
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -71,26 +70,13 @@ def run_audit(base: Path, n: int = 256, per_tier: int = 50, support_n: int = 102
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--base", type=Path, default=base_model_dir())
-    ap.add_argument("--n", type=int, default=256)
-    ap.add_argument("--per-tier", type=int, default=50)
-    ap.add_argument("--support-n", type=int, default=1024)
-    ap.add_argument("--support-per-tier", type=int, default=50)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=1)
+    A.add_args(ap, base_model_dir())
     ap.add_argument("--render-dir", type=Path, default=None)
-    ap.add_argument("--out", type=Path, default=None,
-                    help="JSON file (default: assets/audit.json when auditing the shipped VLM)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     res = run_audit(args.base, args.n, args.per_tier, args.support_n, args.support_per_tier, args.seed,
                     args.render_dir)
-    A._print(res)
-    out = args.out or (assets_dir() / "audit.json" if args.base == base_model_dir() else None)
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(res, indent=1) + "\n")
-        print(f"saved {out}")
+    A.save(res, args.out or (assets_dir() / "audit.json" if args.base == base_model_dir() else None))
 
 
 if __name__ == "__main__":

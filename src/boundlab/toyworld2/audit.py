@@ -281,22 +281,36 @@ def _print(res: dict) -> None:
     print("checks:", res["checks"], f"({res['seconds']} s)")
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--base", type=Path, default=base_model_dir())
-    ap.add_argument("--teacher", type=Path, default=None)
-    ap.add_argument("--no-teacher", action="store_true")
+def add_args(ap: argparse.ArgumentParser, base: Path) -> None:
+    """The options every audit shares (this one and the visual world's)."""
+    ap.add_argument("--base", type=Path, default=base)
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--per-tier", type=int, default=50)
     ap.add_argument("--support-n", type=int, default=1024)
     ap.add_argument("--support-per-tier", type=int, default=50)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out", type=Path, default=None,
+                    help="JSON file (default: the assets' audit.json when auditing the shipped model)")
+
+
+def save(res: dict, out: Path | None) -> None:
+    """Print the audit and write it to `out` (None: print only)."""
+    _print(res)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(res, indent=1) + "\n")
+        print(f"saved {out}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    add_args(ap, base_model_dir())
+    ap.add_argument("--teacher", type=Path, default=None)
+    ap.add_argument("--no-teacher", action="store_true")
     ap.add_argument("--base-audit", type=Path, default=None,
                     help="an earlier audit JSON of the same base weights (sha256-checked): keep its "
                          "base sections and sample only the teacher")
-    ap.add_argument("--out", type=Path, default=None,
-                    help="JSON file (default: assets/audit.json when auditing the shipped base)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     teacher = None if args.no_teacher else (args.teacher or (
@@ -304,12 +318,7 @@ def main(argv: list[str] | None = None) -> None:
     base_audit = json.loads(args.base_audit.read_text()) if args.base_audit else None
     res = run_audit(args.base, teacher, args.n, args.per_tier, args.support_n,
                     args.support_per_tier, args.seed, base_audit=base_audit)
-    _print(res)
-    out = args.out or (assets_dir() / "audit.json" if args.base == base_model_dir() else None)
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(res, indent=1) + "\n")
-        print(f"saved {out}")
+    save(res, args.out or (assets_dir() / "audit.json" if args.base == base_model_dir() else None))
 
 
 if __name__ == "__main__":
