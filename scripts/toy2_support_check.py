@@ -2,9 +2,9 @@
 larger k? Samples the shipped toy2 base on the named test problems at n samples each (default
 2048; one torch thread) and prints strict and answer-only counts per problem as JSON.
 
-    python scripts/toy2_support_check.py 0024,0032,0036 [--n 2048] [--seed 7] [--out FILE]
+    python scripts/toy2_support_check.py 0024,0032,0036 [--n 2048] [--seed 7: problem i is sampled with seed 7 + i] [--out FILE]
 
-Problem ids are `tw2-test-<id>` from the default probe slice (24 per tier of H1, H2, B3, B4, X).
+Problem ids are `tw2-test-<id>`: indices into toy2's test split (the default probe slice's ids among them).
 """
 import argparse
 import json
@@ -27,19 +27,20 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     ids = {f"tw2-test-{i}" for i in args.ids.split(",")}
-    problems = [p for p in toy2_problems("test", tiers=["H1", "H2", "B3", "B4", "X"], per_tier=24)
-                if p.problem_id in ids]
+    problems = [p for p in toy2_problems("test") if p.problem_id in ids]
     missing = ids - {p.problem_id for p in problems}
     if missing:
-        raise SystemExit(f"not in the default probe slice: {', '.join(sorted(missing))}")
+        raise SystemExit(f"not in the toy2 test split: {', '.join(sorted(missing))}")
     model, tok = A._load(base_model_dir())
     t0, out = time.time(), {}
-    for i, p in enumerate(problems):
-        vs = A._verdicts(model, tok, [p], args.n, args.seed + i)[0]
+    for p in problems:
+        # The seed is the problem's own (seed + its test-split index), so a problem's count does not
+        # depend on which other ids were asked for.
+        vs = A._verdicts(model, tok, [p], args.n, args.seed + int(p.problem_id.rsplit("-", 1)[1]))[0]
         out[p.problem_id] = {"tier": p.meta["tier"], "n": args.n, "strict": sum(v.strict for v in vs),
                              "answer": sum(v.correct for v in vs)}
         print(p.problem_id, out[p.problem_id], flush=True)
-    res = {"base": str(base_model_dir()), "seed": args.seed, "seconds": round(time.time() - t0, 1),
+    res = {"base": "toy2 shipped base (boundlab.toyworld2.paths.base_model_dir)", "seed": args.seed, "seconds": round(time.time() - t0, 1),
            "problems": out}
     print(json.dumps(res))
     if args.out:
