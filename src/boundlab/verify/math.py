@@ -18,16 +18,40 @@
 - Answers longer than `max_answer_chars` are judged `too_long` without parsing.
 - Answers and gold are normalized first (`normalize.py`: `2\\,220` is 2220, `\\textbf{(073)}` is 73).
 
-- When gold and answer are both plain integers (every AIME answer, most of MATH), the verdict is
-  integer equality, decided in the parent with no parse at all. That is exactly what math-verify
-  concludes for such pairs (tests/unit/test_math_verifier.py checks a grid of them against it).
+What math-verify would conclude is decided without it where that is certain (issue 13: most of
+the work at n = 256 was checking answers whose verdict is plain); each rule is checked against
+math-verify itself on grids of traps in tests/unit/test_math_verifier.py:
+- **Plain numbers** (`fast_verdict`, in the parent, no parse): gold and answer both integers,
+  decimals of up to 15 digits or fractions of integers (`\\frac`, `\\dfrac`, `\\tfrac`, `p/q`),
+  with a minus sign or not. Neither a decimal: exact equality (math-verify compares two sympy
+  Rationals). A decimal on either side: equal values are equal, values apart by more than
+  1e-5 + 1e-9 |x| are not; closer ones (0.333333 against 1/3, which math-verify calls equal at
+  its 6 decimal places) go to math-verify, as do longer decimals (sympy gives them more bits),
+  `+5`, `5.`, `1,000`, percents, units and zero denominators.
+- **Gold profiles** (`GoldProfile`): the first time a gold needs it, a worker parses it and
+  reports math-verify's verdict for an identical answer (parse is deterministic: an identical
+  string gets that verdict), the gold's value when it is a small closed-form constant (`\\pi`,
+  `3\\sqrt{13}`, the right side of `x = 5`), and whether no single number can ever equal it (a
+  tuple, a set of several distinct constants, a non-constant polynomial such as `p - q`, a symbol
+  such as `\\text{Evelyn}`). With it, the parent decides an identical answer, and a plain number
+  against such a gold (`wrong` when the values are apart as above), unless one of the gold's
+  strings could equal a number's (math-verify compares the strings too). `_gold_profile` says
+  why each case is math-verify's own conclusion.
+- **Values apart** (`_values_apart`, in the worker, after both parses, before `verify`): two
+  closed-form constants whose values are apart, or a constant against a non-constant polynomial,
+  with no string in common: `wrong` without running sympy's `simplify`.
+- A worker keeps every parse (golds recur in every batch, answers such as `0` or `\\sqrt{2}`
+  across golds), and warms math-verify up when it starts (`warm_up`: its first checks cost several
+  times the later ones). The parent pauses Python's garbage collector while it scores.
+None of this changes a verdict (a pair math-verify could not decide within its budget may now be
+decided `wrong` rather than `timeout`, and timeouts are re-checked anyway), so the version stays 4.
 
 Otherwise a call is exactly `verify(parse("$gold$"), parse("$answer$"))`, so the verdict is the one
 a plain math-verify call gives; only the work is shared. One exception (verifier version 3): two
 plain numbers (decimal or `m \\times 10^{k}`), one of them below 1e-3 in magnitude, are compared
-here to 6 significant digits; math-verify rounds to 6 decimal places, so to it 2.88e-19 and
-2.88e-18 are equal (Minerva has such golds). Version 4: a problem whose meta has `rel_tol`
-(Minerva, 1e-4) judges two plain numbers equal when |a - g| <= rel_tol * |g|, here too.
+here to 6 significant digits (`small_number_verdict`); math-verify rounds to 6 decimal places, so
+to it 2.88e-19 and 2.88e-18 are equal (Minerva has such golds). Version 4: a problem whose meta has
+`rel_tol` (Minerva, 1e-4) judges two plain numbers equal when |a - g| <= rel_tol * |g|, here too.
 
 Where this departs from a plain call: math-verify's own budgets (`parsing_timeout`,
 `timeout_seconds`, whole seconds of wall clock, `signal.alarm`) expire *silently*, returning an
