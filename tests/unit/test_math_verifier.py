@@ -221,12 +221,13 @@ def test_values_apart_agrees_with_math_verify():
 
     from boundlab.verify.math import _values_apart, _worker_check, wrap_latex
 
-    exprs = [r"\pi", r"-\pi", r"2\pi", r"\pi+1", r"\sqrt{2}", r"\frac{\sqrt{2}}{2}",
+    exprs = [r"\pi", r"-\pi", r"\pi+1", r"\sqrt{2}", r"\frac{\sqrt{2}}{2}",
              r"\frac{1}{\sqrt{2}}", r"3\sqrt{13}", r"\sqrt{117}", "p - q", "p - q+1", "6 - 5i",
              "x=5", "2x=5", r"\text{Evelyn}", "e", r"\sqrt{4}", "2", r"\frac{3}{4}", "0.75",
              r"1-\frac{1}{4}", r"2\frac{14}{3}", r"\frac{20}{3}",
              r"\left( 3, \frac{\pi}{2} \right)", "1,-2", r"\log 2", "x^2 - x^2", "0", r"5\%",
-             "0.05"]
+             "0.05", "2p - q", "x^2+2x+1", "(x+1)^2", r"\frac{x}{2}", "0.5x",
+             "x+0.0000001", "x", "y = x+1", "x+1", "x+2"]
     parsed = {x: parse(wrap_latex(x)) for x in exprs}
     shortcut = 0
     for g in exprs:
@@ -238,7 +239,8 @@ def test_values_apart_agrees_with_math_verify():
     assert shortcut > 0.3 * len(exprs) ** 2
     # Equal values are never cut short: math-verify decides them (and says equal).
     for g, a in [(r"\sqrt{4}", "2"), (r"2\frac{14}{3}", r"\frac{20}{3}"),
-                 (r"\sqrt{117}", r"3\sqrt{13}"), ("0.75", r"1-\frac{1}{4}"), ("x=5", r"\sqrt{25}")]:
+                 (r"\sqrt{117}", r"3\sqrt{13}"), ("0.75", r"1-\frac{1}{4}"), ("x=5", r"\sqrt{25}"),
+                 ("(x+1)^2", "x^2+2x+1"), (r"\frac{x}{2}", "0.5x"), ("y = x+1", "x+1")]:
         assert not _values_apart(g, parse(wrap_latex(g)), a, parse(wrap_latex(a)))
         assert _worker_check((g, a)) == ("ok", True) == ("ok", plain_math_verify(g, a)), (g, a)
 

@@ -41,8 +41,7 @@ math-verify itself on grids of traps in tests/unit/test_math_verifier.py:
   closed-form constants whose values are apart, or a constant against a non-constant polynomial,
   with no string in common: `wrong` without running sympy's `simplify`.
 - A worker keeps every parse (golds recur in every batch, answers such as `0` or `\\sqrt{2}`
-  across golds), and warms math-verify up when it starts (`warm_up`: its first checks cost several
-  times the later ones). The parent pauses Python's garbage collector while it scores.
+  across golds). The parent pauses Python's garbage collector while it scores.
 None of this changes a verdict (a pair math-verify could not decide within its budget may now be
 decided `wrong` rather than `timeout`, and timeouts are re-checked anyway), so the version stays 4.
 
@@ -304,22 +303,6 @@ def may_use_profile(gold: str, answer: str) -> bool:
     return wrap_latex(answer) == wrap_latex(gold) or plain_number(answer) is not None
 
 
-# Answers of the common kinds, checked once when a worker starts (`warm_up`).
-_WARM_UP = (r"\frac{3}{4}", r"2\sqrt{3}", r"\pi+1", r"-\frac{\pi}{2}", r"x^2+1", r"x=5", r"(1, 2)",
-            r"\{1,2\}", r"[0, 1)", r"1,2", r"\text{Evelyn}", r"3+4i", r"90^\circ", r"10\%",
-            r"\begin{pmatrix}1\\2\end{pmatrix}", r"\sqrt[3]{2}", r"e^{2}", r"\sin 30^\circ",
-            r"\log 2", r"5_8", r"0.5", r"y = 2x+1", r"\infty")
-
-
-def warm_up() -> None:
-    """math-verify's first checks in a process cost several times the later ones (the LaTeX
-    parser builds its prediction tables, sympy imports and caches on first use): pay that once,
-    at start, for answers of the common kinds, not inside the first calls' deadlines."""
-    for s in _WARM_UP:
-        for other in ("1", s + "+1", r"\sqrt{2}"):
-            plain_math_verify(s, other)
-
-
 def _worker_init() -> None:
     import logging
 
@@ -328,7 +311,7 @@ def _worker_init() -> None:
     # Timeouts are reported through our verdicts; math-verify's own warnings would flood the log.
     logging.getLogger("math_verify").setLevel(logging.ERROR)
 
-    warm_up()
+    plain_math_verify("1", "1")  # warm the parser
 
 
 _cpu_budget_spent = False
@@ -426,7 +409,8 @@ def _worker_check(arg: tuple) -> tuple:
 def _values_apart(gold: str, g: list, answer: str, a: list) -> bool:
     """math-verify's `verify(g, a)` is False, known without running it: no string of one parse
     equals one of the other's, and the two expressions are closed-form constants whose values are
-    `_far_apart`, or one is such a constant and the other a non-constant polynomial (see
+    `_far_apart`, or one is such a constant and the other a non-constant polynomial, or both are
+    polynomials whose difference is not zero (`_polynomials_differ`; see
     `_gold_profile` for why math-verify's every comparison then fails: its numeric and symbolic
     ones need equal values, its string and structural ones equal objects). Values are kept per
     string for the worker's life."""
@@ -444,10 +428,26 @@ def _values_apart(gold: str, g: list, answer: str, a: list) -> bool:
         return _far_apart(vg, va)
     if vg is not None:
         return not isinstance(ea[0], Symbol) and _polynomial(ea[0])
+    e = _gold_side(eg[0])
+    if isinstance(e, Symbol) or isinstance(ea[0], Symbol) or not _polynomial(e):
+        return False
     if va is not None:
-        e = _gold_side(eg[0])
-        return not isinstance(e, Symbol) and _polynomial(e)
-    return False
+        return True
+    return _polynomial(ea[0]) and _polynomials_differ(e, ea[0])
+
+
+def _polynomials_differ(p: Any, q: Any) -> bool:
+    """`p - q`, two polynomials as `_polynomial` takes them, has a coefficient of at least 1e-6:
+    math-verify's numeric comparison (`(p - q).evalf(chop=True) == 0`, which only chops parts
+    below about 1e-15) and its symbolic one (`simplify(p - q).is_zero`) both fail, and so does
+    its structural one."""
+    from sympy import Poly
+
+    d = p - q
+    syms = sorted(d.free_symbols, key=str)
+    if not syms:
+        return d.is_Number and abs(d) >= 1e-6
+    return any(abs(c) >= 1e-6 for c in Poly(d, *syms).coeffs())
 
 
 def _gold_side(e: Any) -> Any:
