@@ -367,7 +367,7 @@ def _parsed(s: str, parse_s: int, retry: bool) -> tuple[Any, bool, float]:
     p, expired, cpu = _timed(lambda: parse(wrap_latex(s), parsing_timeout=parse_s),
                              parse_s, _PARSE_TIMEOUT_S if retry else None)
     if not expired:
-        if len(_PARSED) > 20000:
+        if len(_PARSED) > 10000:
             _PARSED.clear()
         _PARSED[s] = p
     return p, expired, cpu
