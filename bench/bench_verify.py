@@ -14,9 +14,10 @@ every sample of an answer.
                                  [--warmup 40] [--floor]
 
 Both sides are timed in wall clock and in CPU seconds (ours: the parent's and the workers'; on a
-loaded machine the CPU ratio moves less). `--floor` also times math-verify alone on the distinct
-pairs ours checks, in one warm process: `speedup_cpu_bound` = plain CPU / that, the most any
-verifier that calls math-verify once per distinct pair can gain on one core.
+loaded machine the CPU ratio moves less). `--floor` also times math-verify alone on the calls ours
+makes (distinct pairs it cannot decide itself, and one profile per gold it profiles), in one warm
+process: `speedup_cpu_bound` = plain CPU / that, the most ours can gain on one core while it makes
+these calls.
 
 Prints one JSON object (with `--scenario all`, one per answer mix under "scenarios").
 """
@@ -86,28 +87,19 @@ def make_items(problems: list[Problem], n: int, zipf: float, seed: int = 0, fmt:
     return items
 
 
-def math_verify_floor(items, extraction: str) -> tuple[int, float]:
-    """(pairs, CPU seconds) of one math-verify check of every distinct (gold, answer) pair that
-    our verifier sends to math-verify, run here, one after another, in this process (already
-    warm from the plain side: the cheapest these checks get). No scheme that checks each distinct
-    pair once with math-verify spends less CPU than this, whatever its pool does."""
-    from boundlab.verify.extract import extract
-    from boundlab.verify.math import _GOLD_CACHE, _worker_check, answer_units, fast_verdict
-    from boundlab.verify.normalize import normalize_answer
+def math_verify_floor(calls: list[tuple]) -> float:
+    """CPU seconds of the math-verify calls our verifier made (pairs and gold profiles, as its
+    workers got them; retries left out), run here, one after another, in this process (already
+    warm from the plain side: the cheapest these checks get). However its pool spreads them,
+    our verifier spends at least this much CPU on math-verify."""
+    from boundlab.verify.math import _PARSED, _worker_check
 
-    pairs: dict[tuple[str, str], None] = {}
-    for p, comps in items:
-        gold = normalize_answer(p.answer)
-        for c in comps:
-            for a in answer_units(gold, extract(c, extraction).answers):
-                if fast_verdict(gold, a) is None:
-                    pairs[(gold, a)] = None
-    _GOLD_CACHE.clear()
+    _PARSED.clear()
     parse_latex_cached.cache_clear()
     c = time.process_time()
-    for pair in pairs:
-        _worker_check(pair)
-    return len(pairs), time.process_time() - c
+    for arg in calls:
+        _worker_check(arg)
+    return time.process_time() - c
 
 
 def run(scenario: str, args: argparse.Namespace, problems: list[Problem]) -> dict:
@@ -142,6 +134,16 @@ def run(scenario: str, args: argparse.Namespace, problems: list[Problem]) -> dic
     v._cache.clear()  # no verdict carries over from the warm-up
     v.calls = 0
     pids = [w.proc.pid for w in v.pool._workers]
+    # What ours sends to math-verify (for --floor): the calls of each map, retries left out.
+    sent: list[tuple] = []
+    pool_map = v.pool.map
+
+    def recording_map(args, *a, **kw):
+        args = list(args)
+        sent.extend(x for x in args if len(x) == 2)
+        return pool_map(args, *a, **kw)
+
+    v.pool.map = recording_map
     workers_cpu0 = sum(_cpu_seconds(pid) or 0.0 for pid in pids)
     c = time.process_time()
     t = time.perf_counter()
@@ -155,7 +157,7 @@ def run(scenario: str, args: argparse.Namespace, problems: list[Problem]) -> dic
     ours = [[x.correct for x in row] for row in ours_v]
 
     mismatches = sum(a != b for ra, rb in zip(plain, ours) for a, b in zip(ra, rb))
-    floor = math_verify_floor(items, v.extraction) if args.floor else None
+    floor = (len(sent), math_verify_floor(sent)) if args.floor else None
     return {
         "scenario": scenario, "zipf_exponent": SCENARIOS[scenario],
         "problems": len(items), "warmup_problems": len(warm), "samples_per_problem": args.n, "answers": total,
@@ -173,8 +175,8 @@ def run(scenario: str, args: argparse.Namespace, problems: list[Problem]) -> dic
         "speedup_including_startup": round(plain_s / (ours_s + startup_s), 1),
         "verdicts_identical": mismatches == 0, "mismatches": mismatches,
         **({} if floor is None else {
-            "floor_pairs": floor[0], "floor_cpu_seconds": round(floor[1], 3),
-            "speedup_cpu_bound": round(plain_cpu / floor[1], 1)}),
+            "floor_calls": floor[0], "floor_cpu_seconds": round(floor[1], 3),
+            "speedup_cpu_bound": round(plain_cpu / floor[1], 1) if floor[1] else None}),
         "correct_fraction": round(sum(map(sum, ours)) / total, 4),
     }
 

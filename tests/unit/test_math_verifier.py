@@ -113,8 +113,152 @@ def test_integer_fast_path_agrees_with_math_verify():
             fast = fast_verdict(g, a)
             assert fast is not None
             assert fast == plain_math_verify(g, a), (g, a)
-    assert fast_verdict("1/2", "0.5") is None
-    assert fast_verdict("3", "3.0") is None
+
+
+# Plain numbers and their traps: 6 decimal places, more than 15 digits, 1/3 against 0.333333,
+# 1/2 against 0.5, -0, leading zeros, +5, 5., 1,000, 10^{3}, percents, units, huge numerators,
+# zero denominators.
+NUMBERS = ["0", "-0", "0.0", "-0.0", "5", "-5", "5.0", "-5.00", "+5", "5.", "007", "7",
+           "0.5", "0.50", r"\frac{1}{2}", r"\dfrac{1}{2}", r"\tfrac{1}{2}", "1/2", "2/4", "-1/2",
+           r"-\frac{1}{2}", r"\frac{2}{4}", r"\frac{1}{3}", "0.333333", "0.3333333", "0.333334",
+           "0.33", r"\frac{2}{3}", "0.666667", "0.1", r"\frac{1}{10}", "0.1000001", "0.100001",
+           "0.10001", "1.0000004", "1.000001", "1", "1000", "1,000", "10^{3}", "1000.0",
+           "0.0000005", "0.0000001", "123456789012345.6", "1234567890.123456",
+           "1234567890.1234567", "0.1234567890123456789", "0.12345678901234567",
+           "12345678901234567", "123456789012345678", r"\frac{123456789012345678}{3}",
+           r"\frac{41152263004115226}{1}", r"\frac{1}{0}", r"\frac{0}{5}", "1/0", "50\\%", "50",
+           "0.5\\%", r"5\text{ cm}", "5 cm", r"\frac{007}{3}", r"\frac{7}{3}", "2.333333",
+           "2.3333333333", "3.141593", "3.14"]
+
+
+def test_plain_number_rule_agrees_with_math_verify():
+    """Every pair the parent decides (`fast_verdict`) gets math-verify's own verdict; the traps
+    are left to math-verify. (Numbers below 1e-3 are compared to 6 significant digits instead,
+    on purpose: `small_number_verdict`, verifier version 3.)"""
+    from boundlab.verify.math import fast_verdict, small_number_verdict
+
+    decided = 0
+    for g in NUMBERS:
+        for a in NUMBERS:
+            if small_number_verdict(g, a) is not None:
+                continue
+            fast = fast_verdict(g, a)
+            if fast is not None:
+                decided += 1
+                assert fast == plain_math_verify(g, a), (g, a)
+    assert decided > 0.5 * len(NUMBERS) ** 2  # 2429 of 4356 (the list is mostly traps)
+    # Decided: the common forms of one number, and values far apart.
+    for g, a, verdict in [("5", "5.0", True), ("-5", "-5.00", True), (r"\frac{1}{2}", "0.5", True),
+                          ("0.5", r"\dfrac{1}{2}", True), ("1/2", "2/4", True), ("007", "7", True),
+                          ("-0", "0.0", True), ("0.1", r"\frac{1}{10}", True),
+                          (r"\frac{1}{3}", "0.33", False), ("1000", "1000.0", True),
+                          ("0.5", "0.50", True), (r"\frac{123456789012345678}{3}",
+                                                  r"\frac{41152263004115226}{1}", True)]:
+        assert fast_verdict(g, a) is verdict, (g, a)
+    # Left to math-verify: values within its rounding, more than 15 digits, forms outside the
+    # plain grammar, a zero denominator.
+    for g, a in [(r"\frac{1}{3}", "0.333333"), (r"\frac{1}{3}", "0.3333333"), ("0.1", "0.1000001"),
+                 ("1", "1.0000004"), ("0.1234567890123456789", "0.12345678901234567"),
+                 ("123456789012345.6", "123456789012345.6"), ("5", "+5"), ("5", "5."),
+                 ("1000", "1,000"), ("1000", "10^{3}"), ("50", "50\\%"), (r"\frac{1}{0}", "1/0"),
+                 ("5", r"5\text{ cm}"), (r"\frac{7}{3}", "2.333333")]:
+        assert fast_verdict(g, a) is None, (g, a)
+
+
+def _profile(gold: str):
+    """A gold's profile as a worker computes it, here in the test process."""
+    from boundlab.verify.math import _NUMBERISH, GoldProfile, _worker_check, wrap_latex
+
+    res = _worker_check((gold, None))
+    assert res[0] == "ok" and len(res) == 5, res
+    _, self_ok, value, apart, strings = res
+    return GoldProfile(wrap_latex(gold), self_ok, value, apart,
+                       any(st.strip() and set(st.strip()) <= _NUMBERISH for st in strings))
+
+
+PROFILED_GOLDS = [r"\pi", r"\sqrt{51}", r"3\sqrt{13}", r"11\sqrt2", "x=5", r"x=\sqrt{4}",
+                  r"\sqrt{4}", "2^{10}", "p - q", "6 - 5i", "3+4i", r"\text{Evelyn}", "e",
+                  r"\left( 3, \frac{\pi}{2} \right)", "1,-2", "3, 5, 7", r"\{1, 1\}", "(1,2)",
+                  "[1,2]", r"5\%", r"90^\circ", "52_8", r"\frac{1}{0}", r"\infty", "x^2 - x^2",
+                  r"\begin{pmatrix}1\\2\end{pmatrix}", r"\text{5}", r"0.5\pi", r"\sin 30^\circ",
+                  r"\log 2", "e^{2}", r"\sqrt[3]{2}", r"2\frac{1}{2}", r"\frac{\sqrt{2}}{2}"]
+PROFILE_ANSWERS = ["0", "-0", "0.0", "5", "-5", "5.0", "+5", "5.", "007", "0.5", r"\frac{1}{2}",
+                   r"\dfrac{1}{2}", "1/2", r"-\frac{1}{2}", "0.333333", r"\frac{1}{3}", "1",
+                   "1,000", "10^{3}", "50\\%", r"\frac{1}{0}", "3.141593", "3.1415927",
+                   "3.14159265358979",
+                   "3.14", "7.141428", "10.816654", "15.556349", "2", "1024", "1024.0", "52", "90",
+                   "0.05", "-1", "-2", "3", "2.5", "0.707107", "0.7071068", "0.693147", "1.259921",
+                   "7.389056", "2.718282", "e"]
+
+
+def test_gold_profiles_agree_with_math_verify():
+    """Whatever a gold's profile decides (an identical answer; a plain number against a
+    closed-form constant, a tuple, a set, a polynomial, a symbol) is math-verify's verdict."""
+    decided = 0
+    for gold in PROFILED_GOLDS:
+        profile = _profile(gold)
+        for a in PROFILE_ANSWERS + [gold]:
+            fast = profile.verdict(a)
+            if fast is not None:
+                decided += 1
+                assert fast == plain_math_verify(gold, a), (gold, a, profile)
+    assert decided > 0.5 * len(PROFILED_GOLDS) * len(PROFILE_ANSWERS)
+    # What the profiles hold for a few golds.
+    assert _profile(r"\pi").value == pytest.approx(3.141592653589793)
+    assert _profile("x=5").value == 5 and _profile("2^{10}").value == 1024
+    assert _profile("e").value == pytest.approx(2.718281828459045)  # Euler's number, to math-verify
+    for gold in ["p - q", "6 - 5i", r"\text{Evelyn}", r"\left( 3, \frac{\pi}{2} \right)", "1,-2"]:
+        assert _profile(gold).apart, gold
+    # No rule for a gold that is no plain value (an interval, a number's string, a one-element set).
+    for gold in ["(1,2)", "[1,2]", r"\text{5}", r"\{1, 1\}"]:
+        p = _profile(gold)
+        assert p.verdict("5") is None and p.verdict("0.5") is None, (gold, p)
+
+
+def test_values_apart_agrees_with_math_verify():
+    """The worker's shortcut (`_values_apart`, no `verify` call) is math-verify's verdict."""
+    from math_verify import parse
+
+    from boundlab.verify.math import _values_apart, _worker_check, wrap_latex
+
+    exprs = [r"\pi", r"-\pi", r"\pi+1", r"\sqrt{2}", r"\frac{\sqrt{2}}{2}",
+             r"\frac{1}{\sqrt{2}}", r"3\sqrt{13}", r"\sqrt{117}", "p - q", "p - q+1", "6 - 5i",
+             "x=5", "2x=5", r"\text{Evelyn}", "e", r"\sqrt{4}", "2", r"\frac{3}{4}", "0.75",
+             r"1-\frac{1}{4}", r"2\frac{14}{3}", r"\frac{20}{3}",
+             r"\left( 3, \frac{\pi}{2} \right)", "1,-2", r"\log 2", "x^2 - x^2", "0", r"5\%",
+             "0.05", "2p - q", "x^2+2x+1", "(x+1)^2", r"\frac{x}{2}", "0.5x",
+             "x+0.0000001", "x", "y = x+1", "x+1", "x+2"]
+    parsed = {x: parse(wrap_latex(x)) for x in exprs}
+    shortcut = 0
+    for g in exprs:
+        for a in exprs:
+            if _values_apart(g, parsed[g], a, parsed[a]):
+                shortcut += 1
+                assert _worker_check((g, a)) == ("ok", False)
+                assert not plain_math_verify(g, a), (g, a)
+    assert shortcut > 0.3 * len(exprs) ** 2
+    # Equal values are never cut short: math-verify decides them (and says equal).
+    for g, a in [(r"\sqrt{4}", "2"), (r"2\frac{14}{3}", r"\frac{20}{3}"),
+                 (r"\sqrt{117}", r"3\sqrt{13}"), ("0.75", r"1-\frac{1}{4}"), ("x=5", r"\sqrt{25}"),
+                 ("(x+1)^2", "x^2+2x+1"), (r"\frac{x}{2}", "0.5x"), ("y = x+1", "x+1")]:
+        assert not _values_apart(g, parse(wrap_latex(g)), a, parse(wrap_latex(a)))
+        assert _worker_check((g, a)) == ("ok", True) == ("ok", plain_math_verify(g, a)), (g, a)
+
+
+def test_profiles_decide_in_the_parent(verifier):
+    # The gold's profile comes with the first batch; identical answers and plain numbers are
+    # then decided without a math-verify call, also in later calls.
+    before = verifier.calls
+    out = verifier.score(P(r"\sqrt{51}"), [r"\boxed{\sqrt{51}}", r"\boxed{7}", r"\boxed{7.14}",
+                                            r"\boxed{-\sqrt{51}}"])
+    assert [v.outcome for v in out] == ["correct", "wrong", "wrong", "wrong"]
+    assert verifier.calls - before == 2  # the profile, and -sqrt(51)
+    out = verifier.score(P(r"\sqrt{51}"), [r"\boxed{\sqrt{51}}", r"\boxed{8}", r"\boxed{0.5}"])
+    assert [v.outcome for v in out] == ["correct", "wrong", "wrong"]
+    assert verifier.calls - before == 2
+    # A plain number too close to the gold's value for the profile: math-verify decides.
+    assert verifier.score(P(r"\sqrt{51}"), [r"\boxed{7.141428}"])[0].outcome == "correct"
+    assert verifier.calls - before == 3
 
 
 def test_cache_smaller_than_batch_still_answers_everything():

@@ -90,9 +90,12 @@ def P(gold: str, pid: str = "p") -> Problem:
     return Problem(pid, "q", gold)
 
 
-# Each pair needs math-verify (none is integer vs integer).
-ITEMS = [(P(r"\frac{1}{2}", "half"), [r"\boxed{0.5}", r"\boxed{0.50}", r"\boxed{0.25}"]),
-         (P(r"\frac{3}{4}", "threeq"), [r"\boxed{0.75}", r"\boxed{x}"]),
+# Each pair needs a worker (none is decided in the parent: no answer is a plain number, and
+# `\sqrt{2}` against itself needs its gold's profile).
+HALF_A, HALF_B, HALF_WRONG = r"\frac{\sqrt{4}}{4}", r"\sqrt{0.25}", r"\frac{1}{\sqrt{2}}"
+ITEMS = [(P(r"\frac{1}{2}", "half"), [rf"\boxed{{{HALF_A}}}", rf"\boxed{{{HALF_B}}}",
+                                      rf"\boxed{{{HALF_WRONG}}}"]),
+         (P(r"\frac{3}{4}", "threeq"), [r"\boxed{1-\frac{1}{4}}", r"\boxed{x}"]),
          (P(r"\sqrt{2}", "root"), [r"\boxed{\sqrt{2}}"])]
 EXPECTED = [["correct", "correct", "wrong"], ["correct", "wrong"], ["correct"]]
 
@@ -102,9 +105,9 @@ def outcomes(rows):
 
 
 def test_expiry_on_a_starved_worker_is_retried_and_scoring_twice_agrees(slow_dir):
-    # Run 1 "under load": the answer 0.50's parse and the comparison against 3/4 lose their CPU
-    # past math-verify's budget once each. Unfixed, both came back `wrong`, silently.
-    (slow_dir / f"{_tag('$0.50$')}.once").touch()
+    # Run 1 "under load": the answer sqrt(0.25)'s parse and the comparison against 3/4 lose their
+    # CPU past math-verify's budget once each. Unfixed, both came back `wrong`, silently.
+    (slow_dir / f"{_tag(f'${HALF_B}$')}.once").touch()
     (slow_dir / f"{_tag('gold-3/4')}.once").touch()
     v1 = slowed_verifier()
     try:
@@ -124,20 +127,20 @@ def test_expiry_on_a_starved_worker_is_retried_and_scoring_twice_agrees(slow_dir
 
 
 def test_an_expiry_that_persists_is_timeout_never_cached_and_checked_again(slow_dir):
-    (slow_dir / f"{_tag('$0.50$')}.always").touch()
+    (slow_dir / f"{_tag(f'${HALF_B}$')}.always").touch()
     v = slowed_verifier()
     try:
         out = outcomes(v.score_many(ITEMS))
         assert out == [["correct", "timeout", "wrong"], ["correct", "wrong"], ["correct"]]
         assert v.retries == 1
-        assert (r"\frac{1}{2}", "0.50") not in v._cache
-        assert v._cache[(r"\frac{1}{2}", "0.5")] == (True, "correct")
+        assert (r"\frac{1}{2}", HALF_B) not in v._cache
+        assert v._cache[(r"\frac{1}{2}", HALF_A)] == (True, "correct")
         # Not cached: the next call asks math-verify again, and with the load gone it decides.
-        (slow_dir / f"{_tag('$0.50$')}.always").unlink()
+        (slow_dir / f"{_tag(f'${HALF_B}$')}.always").unlink()
         calls = v.calls
-        again = v.score(ITEMS[0][0], [r"\boxed{0.50}"])[0]
+        again = v.score(ITEMS[0][0], [rf"\boxed{{{HALF_B}}}"])[0]
         assert (again.correct, again.outcome) == (True, "correct")
-        assert v.calls == calls + 1 and v._cache[(r"\frac{1}{2}", "0.50")] == (True, "correct")
+        assert v.calls == calls + 1 and v._cache[(r"\frac{1}{2}", HALF_B)] == (True, "correct")
     finally:
         v.close()
 
@@ -145,7 +148,7 @@ def test_an_expiry_that_persists_is_timeout_never_cached_and_checked_again(slow_
 def test_a_worker_killed_at_the_hard_deadline_while_starved_is_retried(slow_dir):
     # SIGALRM blocked: math-verify's own alarm cannot fire, the parent kills the worker at its
     # deadline; the worker had used almost no CPU, so the check is retried, and succeeds.
-    (slow_dir / f"{_tag('$0.25$')}.hang").touch()
+    (slow_dir / f"{_tag(f'${HALF_WRONG}$')}.hang").touch()
     v = slowed_verifier()
     try:
         out = outcomes(v.score_many(ITEMS[:1]))
@@ -182,7 +185,7 @@ def test_scoring_a_file_twice_under_load_stores_identical_verdicts(slow_dir, tmp
         finally:
             v.close()
 
-    (slow_dir / f"{_tag('$0.50$')}.once").touch()
+    (slow_dir / f"{_tag(f'${HALF_B}$')}.once").touch()
     (slow_dir / f"{_tag('gold-3/4')}.once").touch()
     res1, rows1, s1 = score("loaded.sqlite")
     res2, rows2, s2 = score("idle.sqlite")
@@ -199,7 +202,7 @@ def test_a_stored_timeout_is_reported_and_rechecked_on_the_next_run(slow_dir, tm
     path.write_text("".join(json.dumps({"problem_id": p.problem_id, "completion": c}) + "\n"
                             for p, comps in ITEMS for c in comps))
     store = Store(tmp_path / "s.sqlite")
-    stall = slow_dir / f"{_tag('$0.50$')}.always"
+    stall = slow_dir / f"{_tag(f'${HALF_B}$')}.always"
     stall.touch()
     v = slowed_verifier()
     try:

@@ -315,6 +315,9 @@ def tail_of(text: str, chars: int = TAIL_CHARS) -> str:
 def _distinct(xs: list[str]) -> tuple[str, ...]:
     """Normalized (`normalize.normalize_answer`: thousands in LaTeX spacing, numbers in `\\text{}`),
     then de-duplicated."""
+    if len(xs) == 1:  # the usual case: one box
+        a = normalize_answer(xs[0]).strip()
+        return (a,) if a and not _EMPTY_BOX.fullmatch(a) else ()
     return tuple(dict.fromkeys(a for a in (normalize_answer(x).strip() for x in xs)
                                if a and not _EMPTY_BOX.fullmatch(a)))
 

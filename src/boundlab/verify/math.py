@@ -18,16 +18,39 @@
 - Answers longer than `max_answer_chars` are judged `too_long` without parsing.
 - Answers and gold are normalized first (`normalize.py`: `2\\,220` is 2220, `\\textbf{(073)}` is 73).
 
-- When gold and answer are both plain integers (every AIME answer, most of MATH), the verdict is
-  integer equality, decided in the parent with no parse at all. That is exactly what math-verify
-  concludes for such pairs (tests/unit/test_math_verifier.py checks a grid of them against it).
+What math-verify would conclude is decided without it where that is certain (issue 13: most of
+the work at n = 256 was checking answers whose verdict is plain); each rule is checked against
+math-verify itself on grids of traps in tests/unit/test_math_verifier.py:
+- **Plain numbers** (`fast_verdict`, in the parent, no parse): gold and answer both integers,
+  decimals of up to 15 digits or fractions of integers (`\\frac`, `\\dfrac`, `\\tfrac`, `p/q`),
+  with a minus sign or not. Neither a decimal: exact equality (math-verify compares two sympy
+  Rationals). A decimal on either side: equal values are equal, values apart by more than
+  1e-5 + 1e-9 |x| are not; closer ones (0.333333 against 1/3, which math-verify calls equal at
+  its 6 decimal places) go to math-verify, as do longer decimals (sympy gives them more bits),
+  `+5`, `5.`, `1,000`, percents, units and zero denominators.
+- **Gold profiles** (`GoldProfile`): the first time a gold needs it, a worker parses it and
+  reports math-verify's verdict for an identical answer (parse is deterministic: an identical
+  string gets that verdict), the gold's value when it is a small closed-form constant (`\\pi`,
+  `3\\sqrt{13}`, the right side of `x = 5`), and whether no single number can ever equal it (a
+  tuple, a set of several distinct constants, a non-constant polynomial such as `p - q`, a symbol
+  such as `\\text{Evelyn}`). With it, the parent decides an identical answer, and a plain number
+  against such a gold (`wrong` when the values are apart as above), unless one of the gold's
+  strings could equal a number's (math-verify compares the strings too). `_gold_profile` says
+  why each case is math-verify's own conclusion.
+- **Values apart** (`_values_apart`, in the worker, after both parses, before `verify`): two
+  closed-form constants whose values are apart, or a constant against a non-constant polynomial,
+  with no string in common: `wrong` without running sympy's `simplify`.
+- A worker keeps every parse (golds recur in every batch, answers such as `0` or `\\sqrt{2}`
+  across golds). The parent pauses Python's garbage collector while it scores.
+None of this changes a verdict (a pair math-verify could not decide within its budget may now be
+decided `wrong` rather than `timeout`, and timeouts are re-checked anyway), so the version stays 4.
 
 Otherwise a call is exactly `verify(parse("$gold$"), parse("$answer$"))`, so the verdict is the one
 a plain math-verify call gives; only the work is shared. One exception (verifier version 3): two
 plain numbers (decimal or `m \\times 10^{k}`), one of them below 1e-3 in magnitude, are compared
-here to 6 significant digits; math-verify rounds to 6 decimal places, so to it 2.88e-19 and
-2.88e-18 are equal (Minerva has such golds). Version 4: a problem whose meta has `rel_tol`
-(Minerva, 1e-4) judges two plain numbers equal when |a - g| <= rel_tol * |g|, here too.
+here to 6 significant digits (`small_number_verdict`); math-verify rounds to 6 decimal places, so
+to it 2.88e-19 and 2.88e-18 are equal (Minerva has such golds). Version 4: a problem whose meta has
+`rel_tol` (Minerva, 1e-4) judges two plain numbers equal when |a - g| <= rel_tol * |g|, here too.
 
 Where this departs from a plain call: math-verify's own budgets (`parsing_timeout`,
 `timeout_seconds`, whole seconds of wall clock, `signal.alarm`) expire *silently*, returning an
@@ -47,12 +70,17 @@ A `timeout` is never put in the verdict cache, and a rerun of a probe re-checks 
 
 from __future__ import annotations
 
+import gc
 import re
 import signal
 import time
 from collections import OrderedDict
+from contextlib import contextmanager
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Callable, Sequence
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any, Callable, Iterator, Sequence
 
 from boundlab.tasks.base import Problem
 from boundlab.verify.base import Verdict, Verifier
@@ -126,7 +154,8 @@ def answer_units(gold: str, answers: Sequence[str]) -> list[str]:
     return list(answers)
 
 
-_GOLD_CACHE: dict[str, Any] = {}
+# A worker's parses, gold and answer alike (see `_parsed`).
+_PARSED: dict[str, Any] = {}
 _INTEGER = re.compile(r"-?\d{1,18}")
 
 
@@ -156,20 +185,122 @@ def rel_tol_verdict(gold: str, answer: str, rel_tol: float) -> bool | None:
     return abs(x - y) <= Decimal(str(rel_tol)) * abs(x)
 
 
-def fast_verdict(gold: str, answer: str) -> bool | None:
-    """Decided without math-verify (None means "ask math-verify"):
-    - integer vs integer: equality (what math-verify concludes too);
-    - two plain numbers (decimal or `m \\times 10^{k}`) of which one is below 1e-3 in magnitude:
-      equal to 6 significant digits. math-verify rounds to 6 decimal places, which makes every
-      number below 5e-7 equal to every other (a 10x-off answer to a Minerva gold was correct)."""
+# A plain number exactly as math-verify reads it (latex2sympy2_extended: `sympy.Number(text)`, a
+# fraction of two integers is `sympy.Rational`): an integer, a decimal with at most
+# `_FLOAT_DIGITS` digits (a sympy Float of 53 bits, however many there are), or a fraction of
+# integers, `\frac` / `\dfrac` / `\tfrac` / `p/q`, with an optional minus sign. Not here (they go
+# to math-verify): `+5`, `5.`, `.5`, `1,000`, `10^{3}`, percents, units, `\frac{1}{0}` (zoo).
+_PLAIN = re.compile(r"(-?)(?:(\d{1,18})|(\d+\.\d+)|\\[dt]?frac\{(\d{1,18})\}\{(\d{1,18})\}"
+                    r"|(\d{1,18})/(\d{1,18}))")
+_FLOAT_DIGITS = 15
+
+
+@lru_cache(maxsize=1 << 16)
+def plain_number(s: str) -> tuple[Fraction, bool] | None:
+    """(exact value, is a decimal) of a plain number (see `_PLAIN`), or None."""
+    m = _PLAIN.fullmatch(s.strip())
+    if not m:
+        return None
+    sign, integer, decimal, num, den, num2, den2 = m.groups()
+    if integer is not None:
+        x, dec = Fraction(int(integer)), False
+    elif decimal is not None:
+        if len(decimal) - 1 > _FLOAT_DIGITS:  # more digits: a Float of higher precision
+            return None
+        x, dec = Fraction(decimal), True
+    else:
+        p, q = (num, den) if num is not None else (num2, den2)
+        if int(q) == 0:
+            return None
+        x, dec = Fraction(int(p), int(q)), False
+    return (-x if sign else x), dec
+
+
+def _far_apart(x: complex | Fraction, y: complex | Fraction) -> bool:
+    """|x - y| beyond anything math-verify's comparison of two numbers can call equal: 6 decimal
+    places (`float_rounding=6`) and a 53-bit float's relative error, with a wide margin."""
+    return abs(x - y) > 1e-5 + 1e-9 * max(abs(x), abs(y))
+
+
+def small_number_verdict(gold: str, answer: str) -> bool | None:
+    """Two plain numbers (decimal or `m \\times 10^{k}`), one of them below 1e-3 in magnitude:
+    equal to 6 significant digits (verifier version 3, where this departs from math-verify on
+    purpose); None otherwise."""
     g, a = gold.strip(), answer.strip()
-    if _INTEGER.fullmatch(g) and _INTEGER.fullmatch(a):
-        return int(g) == int(a)
     if "10" in g or "." in g:
         x, y = _sci_number(g), _sci_number(a)
         if x is not None and y is not None and (0 < abs(x) < _SMALL or 0 < abs(y) < _SMALL):
             return abs(x - y) <= Decimal("5e-7") * max(abs(x), abs(y))
     return None
+
+
+def fast_verdict(gold: str, answer: str) -> bool | None:
+    """Decided without math-verify (None means "ask math-verify"):
+    - integer vs integer: equality (what math-verify concludes too);
+    - two plain numbers (decimal or `m \\times 10^{k}`) of which one is below 1e-3 in magnitude:
+      equal to 6 significant digits. math-verify rounds to 6 decimal places, which makes every
+      number below 5e-7 equal to every other (a 10x-off answer to a Minerva gold was correct);
+    - two plain numbers (`plain_number`: integers, decimals of up to 15 digits, fractions of
+      integers): what math-verify concludes, without it. Neither a decimal: exact equality (two
+      sympy Rationals). A decimal on either side: equal values are equal; values further apart
+      than `_far_apart` are not (math-verify compares them rounded to 6 decimal places, and also
+      as sympy objects, symbolically and as strings, all of which need equal values); anything
+      closer (0.333333 against 1/3) goes to math-verify."""
+    g, a = gold.strip(), answer.strip()
+    if _INTEGER.fullmatch(g) and _INTEGER.fullmatch(a):
+        return int(g) == int(a)
+    small = small_number_verdict(g, a)
+    if small is not None:
+        return small
+    xg, ya = plain_number(g), plain_number(a)
+    if xg is None or ya is None:
+        return None
+    (x, x_dec), (y, y_dec) = xg, ya
+    if x == y or not (x_dec or y_dec):
+        return x == y
+    return False if _far_apart(x, y) else None
+
+
+# Characters of every string math-verify's parse gives for a plain number (`$5$` -> `5`,
+# `$1/2$` -> `\frac{1}{2}`, `\dfrac` -> `\frac`): a gold string made of these alone might equal
+# an answer's, and math-verify also compares the two strings.
+_NUMBERISH = frozenset("0123456789.-+/\\{}fracdt ")
+
+
+@dataclass(frozen=True)
+class GoldProfile:
+    """What a worker learned about a gold once (`_gold_profile`), for deciding pairs here.
+
+    `self_verdict`: math-verify's verdict for an answer identical to the gold (parse is
+    deterministic, so an identical string gets an identical parse). `value`: the value of the
+    gold's expression when it is a closed-form constant (a plain-number answer whose value is
+    `_far_apart` from it is wrong); `apart`: no single plain number is ever equal to the gold (a
+    tuple, a set of several distinct constants, a non-constant polynomial: see `_gold_profile`);
+    `numberish`: a string of the gold's parse could equal a plain number's, so neither rule
+    applies."""
+
+    wrapped: str
+    self_verdict: bool
+    value: complex | None
+    apart: bool
+    numberish: bool
+
+    def verdict(self, answer: str) -> bool | None:
+        if wrap_latex(answer) == self.wrapped:
+            return self.self_verdict
+        if self.numberish or (self.value is None and not self.apart):
+            return None
+        n = plain_number(answer)
+        if n is None:
+            return None
+        if self.apart:
+            return False
+        return False if _far_apart(self.value, complex(n[0])) else None
+
+
+def may_use_profile(gold: str, answer: str) -> bool:
+    """A gold profile could decide this pair (see `GoldProfile.verdict`)."""
+    return wrap_latex(answer) == wrap_latex(gold) or plain_number(answer) is not None
 
 
 def _worker_init() -> None:
@@ -224,36 +355,215 @@ def _timed(step: Callable[[], Any], wall_s: int, cpu_cap_s: float | None) -> tup
     return out, (not out and (_cpu_budget_spent or wall >= wall_s - 0.01)), cpu
 
 
+def _parsed(s: str, parse_s: int, retry: bool) -> tuple[Any, bool, float]:
+    """(parse, expired, CPU seconds) of one side, gold or answer: both are parsed the same way,
+    and a parse is kept for the worker's life (golds recur in every batch, answers such as `0`
+    or `\\sqrt{2}` across golds); an expired parse is not kept."""
+    from math_verify import parse
+
+    p = _PARSED.get(s)
+    if p is not None:
+        return p, False, 0.0
+    p, expired, cpu = _timed(lambda: parse(wrap_latex(s), parsing_timeout=parse_s),
+                             parse_s, _PARSE_TIMEOUT_S if retry else None)
+    if not expired:
+        if len(_PARSED) > 10000:
+            _PARSED.clear()
+        _PARSED[s] = p
+    return p, expired, cpu
+
+
 def _worker_check(arg: tuple) -> tuple:
-    """Runs in a worker process: ("ok", verdict) or (EXPIRED, step, CPU seconds of that step).
-    Gold answers are parsed once per worker and reused; an expired gold parse is not kept.
+    """Runs in a worker process: ("ok", verdict) or (EXPIRED, step, CPU seconds of that step);
+    for a gold profile, ("ok", self_verdict, value, apart, strings) (see `_gold_profile`).
 
     `arg` is (gold, answer), or (gold, answer, True) for a retry: math-verify's wall-clock budgets
-    stretched `_RETRY_FACTOR` times, each step held to the normal budget of CPU time instead."""
-    from math_verify import parse, verify
+    stretched `_RETRY_FACTOR` times, each step held to the normal budget of CPU time instead.
+    An answer of None asks for the gold's profile."""
+    from math_verify import verify
 
     gold, answer = arg[0], arg[1]
     retry = len(arg) > 2 and bool(arg[2])
     parse_s = _PARSE_TIMEOUT_S * (_RETRY_FACTOR if retry else 1)
     verify_s = _VERIFY_TIMEOUT_S * (_RETRY_FACTOR if retry else 1)
-    g = _GOLD_CACHE.get(gold)
-    if g is None:
-        g, expired, cpu = _timed(lambda: parse(wrap_latex(gold), parsing_timeout=parse_s),
-                                 parse_s, _PARSE_TIMEOUT_S if retry else None)
-        if expired:
-            return (EXPIRED, "parse gold", cpu)
-        if len(_GOLD_CACHE) > 10000:
-            _GOLD_CACHE.clear()
-        _GOLD_CACHE[gold] = g
-    a, expired, cpu = _timed(lambda: parse(wrap_latex(answer), parsing_timeout=parse_s),
-                             parse_s, _PARSE_TIMEOUT_S if retry else None)
+    g, expired, cpu = _parsed(gold, parse_s, retry)
     if expired:
-        return (EXPIRED, "parse answer", cpu)
+        return (EXPIRED, "parse gold", cpu)
+    if answer is None:
+        a = g
+    else:
+        a, expired, cpu = _parsed(answer, parse_s, retry)
+        if expired:
+            return (EXPIRED, "parse answer", cpu)
+    if answer is not None and _values_apart(gold, g, answer, a):
+        return ("ok", False)
     ok, expired, cpu = _timed(lambda: verify(g, a, timeout_seconds=verify_s),
                               verify_s, _VERIFY_TIMEOUT_S if retry else None)
     if expired:
         return (EXPIRED, "verify", cpu)
+    if answer is None:
+        return ("ok", bool(ok), *_gold_profile(g))
     return ("ok", bool(ok))
+
+
+def _values_apart(gold: str, g: list, answer: str, a: list) -> bool:
+    """math-verify's `verify(g, a)` is False, known without running it: no string of one parse
+    equals one of the other's, and the two expressions are closed-form constants whose values are
+    `_far_apart`, or one is such a constant and the other a non-constant polynomial, or both are
+    polynomials whose difference is not zero (`_polynomials_differ`; see
+    `_gold_profile` for why math-verify's every comparison then fails: its numeric and symbolic
+    ones need equal values, its string and structural ones equal objects). Values are kept per
+    string for the worker's life."""
+    from sympy import Basic, Symbol
+
+    sg = {x.strip() for x in g if isinstance(x, str)}
+    if sg & {x.strip() for x in a if isinstance(x, str)} - {""}:
+        return False
+    eg = [x for x in g if isinstance(x, Basic)]
+    ea = [x for x in a if isinstance(x, Basic)]
+    if len(eg) != 1 or len(ea) != 1:
+        return False
+    vg, va = _value_of(gold, eg[0], True), _value_of(answer, ea[0], False)
+    if vg is not None and va is not None:
+        return _far_apart(vg, va)
+    if vg is not None:
+        return not isinstance(ea[0], Symbol) and _polynomial(ea[0])
+    e = _gold_side(eg[0])
+    if isinstance(e, Symbol) or isinstance(ea[0], Symbol) or not _polynomial(e):
+        return False
+    if va is not None:
+        return True
+    return _polynomial(ea[0]) and _polynomials_differ(e, ea[0])
+
+
+def _polynomials_differ(p: Any, q: Any) -> bool:
+    """`p - q`, two polynomials as `_polynomial` takes them, has a coefficient of at least 1e-6:
+    math-verify's numeric comparison (`(p - q).evalf(chop=True) == 0`, which only chops parts
+    below about 1e-15) and its symbolic one (`simplify(p - q).is_zero`) both fail, and so does
+    its structural one."""
+    from sympy import Poly
+
+    d = p - q
+    syms = sorted(d.free_symbols, key=str)
+    if not syms:
+        return d.is_Number and abs(d) >= 1e-6
+    return any(abs(c) >= 1e-6 for c in Poly(d, *syms).coeffs())
+
+
+def _gold_side(e: Any) -> Any:
+    """The gold expression math-verify compares with a prediction that is no equation: an
+    assignment `x = 5` by its right-hand side."""
+    from math_verify.grader import is_assignment_relation, take_last_relation
+
+    return take_last_relation(e).rhs if is_assignment_relation(e) else e
+
+
+_VALUES: dict[tuple[str, bool], complex | None] = {}
+
+
+def _value_of(s: str, e: Any, is_gold: bool) -> complex | None:
+    key = (s, is_gold)
+    if key not in _VALUES:
+        if len(_VALUES) > 20000:
+            _VALUES.clear()
+        try:
+            _VALUES[key] = _closed_form_value(_gold_side(e) if is_gold else e)
+        except Exception:  # noqa: BLE001
+            _VALUES[key] = None
+    return _VALUES[key]
+
+
+def _gold_profile(parsed: list) -> tuple[complex | None, bool, tuple[str, ...]]:
+    """(value, apart, strings) of a parsed gold, as math-verify compares it with a plain number
+    (grader.sympy_expr_eq with a sympy Number as the prediction):
+    - an assignment `x = 5` is compared by its right-hand side;
+    - a closed-form constant expression (`_closed_form_value`) has a value: a number is equal to
+      it only if their values are (to math-verify's 6 decimal places; symbolically,
+      `simplify(g - n)` is zero only for equal values; as sympy objects, only equal values are
+      equal);
+    - `apart`, never equal to a single number: a Tuple of two or more (sympy_compare_sets: a Tuple
+      is no Set, and the element-wise comparison needs equal lengths); a FiniteSet of two or more
+      constants of distinct values (its symmetric difference with {n} is never empty); a
+      non-constant polynomial (`_polynomial`: `g - n` is never zero, and rounding it raises); a
+      Symbol whose name holds a character no number's `str` has (the symbols' comparison is
+      `str(g) == str(n)`);
+    - anything else (relations, percents, intervals, other functions...): math-verify decides.
+    `strings`: the parse's strings, which math-verify also compares as strings."""
+    from sympy import Basic, FiniteSet, Symbol, Tuple
+
+    strings = tuple(x for x in parsed if isinstance(x, str))
+    exprs = [x for x in parsed if isinstance(x, Basic)]
+    if len(exprs) != 1:
+        return None, False, strings
+    try:
+        e = _gold_side(exprs[0])
+        if isinstance(e, Tuple):
+            return None, len(e) >= 2, strings
+        if isinstance(e, FiniteSet):
+            vals = [_closed_form_value(x) for x in e.args]
+            distinct = (len(vals) >= 2 and all(v is not None for v in vals)
+                        and all(_far_apart(v, w) for i, v in enumerate(vals) for w in vals[i + 1:]))
+            return None, distinct, strings
+        if isinstance(e, Symbol):
+            return None, not set(e.name) <= _NUMBER_STR, strings
+        value = _closed_form_value(e)
+        return value, value is None and _polynomial(e), strings
+    except Exception:  # noqa: BLE001 - no profile is always safe
+        return None, False, strings
+
+
+# Characters of `str()` of a sympy Integer, Rational or Float.
+_NUMBER_STR = frozenset("0123456789.-+e/")
+
+
+def _polynomial(e: Any) -> bool:
+    """A non-constant polynomial in its symbols (`p - q`, `6 - 5i` with i a real symbol, as
+    math-verify parses it), built of +, *, symbols, numbers and positive integer powers only: no
+    number equals it, whatever its symbols are."""
+    from sympy import Add, Float, Integer, Mul, Poly, Pow, Rational, Symbol, preorder_traversal
+
+    for n, node in enumerate(preorder_traversal(e)):
+        if n > 200 or not isinstance(node, (Add, Mul, Pow, Symbol, Rational, Float)):
+            return False
+        if isinstance(node, Pow) and not (isinstance(node.exp, Integer) and 0 < node.exp <= 100):
+            return False
+        if isinstance(node, Rational) and max(abs(node.p), node.q) > 10 ** 30:
+            return False
+    syms = sorted(e.free_symbols, key=str)
+    return bool(syms) and not Poly(e, *syms).is_ground
+
+
+# The sympy node types of a closed-form constant whose value `evalf` computes reliably.
+_CLOSED_FORM: tuple[type, ...] | None = None
+
+
+def _closed_form_value(e: Any) -> complex | None:
+    """The value of a small closed-form constant (integers, rationals, floats, pi, e, I, +, *,
+    powers with small rational exponents, exp, log, sin, cos, tan), or None."""
+    import math
+
+    global _CLOSED_FORM
+    from sympy import (Add, E, Expr, Float, I, Mul, Pow, Rational, cos, exp, log, pi,
+                       preorder_traversal, sin, tan)
+
+    if _CLOSED_FORM is None:
+        _CLOSED_FORM = (Rational, Float, type(pi), type(E), type(I), Add, Mul, Pow, exp, log,
+                        sin, cos, tan)
+    if not isinstance(e, Expr):
+        return None
+    for n, node in enumerate(preorder_traversal(e)):
+        if n > 200 or not isinstance(node, _CLOSED_FORM):
+            return None
+        if isinstance(node, Rational) and max(abs(node.p), node.q) > 10 ** 30:
+            return None
+        if isinstance(node, Pow) and not (isinstance(node.exp, Rational)
+                                          and max(abs(node.exp.p), node.exp.q) <= 1000):
+            return None
+    try:
+        z = complex(e.evalf(30, strict=True))
+    except Exception:  # noqa: BLE001
+        return None
+    return z if math.isfinite(z.real) and math.isfinite(z.imag) else None
 
 
 class MathVerifier(Verifier):
@@ -289,6 +599,8 @@ class MathVerifier(Verifier):
                                  init=_worker_init)
         self._cache: OrderedDict[tuple[str, str], tuple[bool, str]] = OrderedDict()
         self._cache_size = cache_size
+        # Each gold's profile (`GoldProfile`), learned once from a worker.
+        self._golds: OrderedDict[str, GoldProfile] = OrderedDict()
         self.calls = 0  # math-verify calls actually made (for benchmarks and tests)
         self.retries = 0  # of which retries after an expiry on a starved worker
 
@@ -298,23 +610,32 @@ class MathVerifier(Verifier):
     def score_many(self, items: Sequence[tuple[Problem, Sequence[str]]],
                    cut_off: Sequence[Sequence[bool]] | None = None) -> list[list[Verdict]]:
         """`cut_off[i][j]`: completion j of item i stopped at max_new_tokens (None: none did)."""
+        with _gc_paused():
+            return self._score_many(items, cut_off)
+
+    def _score_many(self, items: Sequence[tuple[Problem, Sequence[str]]],
+                    cut_off: Sequence[Sequence[bool]] | None) -> list[list[Verdict]]:
         extracted = [[extract(c, self.extraction, bool(cut_off and cut_off[i][j]))
                       for j, c in enumerate(comps)] for i, (_, comps) in enumerate(items)]
-        # Each completion's answers become the units that are checked against the gold: one unit
-        # per distinct answer against a one-answer gold (several are a hedge unless all are right),
-        # or all answers joined into one list against a gold with several answers.
         golds = [normalize_answer(problem.answer) for problem, _ in items]
-        units_of = [[answer_units(gold, ex.answers) for ex in row]
-                    for gold, row in zip(golds, extracted)]
-        # Distinct (gold, answer) pairs that still need a math-verify call.
+        # Each problem's distinct extractions (at n = 256 most samples repeat a handful of
+        # answers), each with the units that are checked against the gold: one unit per distinct
+        # answer against a one-answer gold (several are a hedge unless all are right), or all
+        # answers joined into one list against a gold with several answers.
+        kinds = [{ex: answer_units(gold, ex.answers) for ex in dict.fromkeys(row)}
+                 for gold, row in zip(golds, extracted)]
+        # Distinct (gold, answer) pairs that still need a math-verify call; pairs that the gold's
+        # profile may decide (`GoldProfile`), waiting for golds not profiled yet.
         todo: list[tuple[str, str]] = []
+        waiting: list[tuple[str, str]] = []
+        to_profile: dict[str, None] = {}
         decided: dict[tuple[str, str], tuple[bool, str]] = {}
         # Verdicts under a problem's own relative tolerance: never cached (another problem with the
         # same gold may have none), keyed by (gold, answer, tolerance).
         tols = [(problem.meta or {}).get("rel_tol") for problem, _ in items]
         tolerant: dict[tuple[str, str, float], tuple[bool, str]] = {}
-        for gold, row, tol in zip(golds, units_of, tols):
-            for units in row:
+        for gold, kind, tol in zip(golds, kinds, tols):
+            for units in kind.values():
                 for a in units:
                     if len(a) > self.max_answer_chars:
                         continue
@@ -329,34 +650,74 @@ class MathVerifier(Verifier):
                     if key in decided:
                         continue
                     hit = self._cache.get(key)
-                    fast = fast_verdict(gold, a) if hit is None else None
                     if hit is not None:
                         decided[key] = hit
-                    elif fast is not None:
-                        decided[key] = (fast, "correct" if fast else "wrong")
-                    else:
+                        continue
+                    fast = fast_verdict(gold, a)
+                    if fast is None:
+                        profile = self._golds.get(gold)
+                        if profile is not None:
+                            fast = profile.verdict(a)
+                        elif may_use_profile(gold, a):
+                            to_profile[gold] = None
+                            waiting.append(key)
+                            decided[key] = (False, "pending")
+                            continue
+                    if fast is None:
                         decided[key] = (False, "pending")
                         todo.append(key)
-        for key, (verdict, final) in zip(todo, self._check_all(todo)):
+                    else:
+                        decided[key] = (fast, "correct" if fast else "wrong")
+        if to_profile or todo:
+            # One round: the golds' profiles first (a worker parses each gold once), the pairs
+            # that need math-verify anyway with them.
+            results = self._run([(g, None) for g in to_profile] + todo)
+            for g, res in zip(to_profile, results):
+                if isinstance(res, tuple) and len(res) == 5 and res[0] == "ok":
+                    _, self_ok, value, apart, strings = res
+                    self._put_gold(g, GoldProfile(
+                        wrap_latex(g), self_ok, value, apart,
+                        any(st.strip() and set(st.strip()) <= _NUMBERISH for st in strings)))
+            self._settle(todo, results[len(to_profile):], decided)
+            rest = []
+            for key in waiting:
+                profile = self._golds.get(key[0])
+                fast = None if profile is None else profile.verdict(key[1])
+                if fast is None:
+                    rest.append(key)
+                else:
+                    decided[key] = (fast, "correct" if fast else "wrong")
+            if rest:  # undecided by the profile, or its gold could not be profiled
+                self._settle(rest, self._run(rest), decided)
+        out: list[list[Verdict]] = []
+        for gold, row, kind, tol in zip(golds, extracted, kinds, tols):
+            verdicts = decided
+            if tol:  # this problem's own verdicts under its tolerance win
+                verdicts = {**decided, **{k[:2]: v for k, v in tolerant.items()
+                                          if k[0] == gold and k[2] == tol}}
+            judged = {ex: self._judge(gold, ex, units, verdicts) for ex, units in kind.items()}
+            out.append([Verdict(*judged[ex], info={"answer_from": ex.source, "boxed": True}
+                                if ex.has_box else {"answer_from": ex.source}) for ex in row])
+        return out
+
+    def _settle(self, keys: list[tuple[str, str]], results: list[Any],
+                decided: dict[tuple[str, str], tuple[bool, str]]) -> None:
+        """Record math-verify's verdicts; final ones (not a `timeout`, nor an `error` from a worker
+        that died: the next try may well succeed) also in the cache."""
+        for key, res in zip(keys, results):
+            verdict, final = _interpret(res)
             decided[key] = verdict
             if final:
                 self._put(key, verdict)
-        out: list[list[Verdict]] = []
-        for gold, row, units_row, tol in zip(golds, extracted, units_of, tols):
-            mine = {k[:2]: v for k, v in tolerant.items() if k[0] == gold and k[2] == tol} \
-                if tol else {}
-            out.append([self._verdict(gold, ex, units, {**decided, **mine})
-                        for ex, units in zip(row, units_row)])
-        return out
 
-    def _check_all(self, todo: list[tuple[str, str]]) -> list[tuple[tuple[bool, str], bool]]:
-        """((correct, outcome), final) per (gold, answer). Not final (kept out of the cache): a
-        `timeout`, and an `error` from a worker that died (the next try may well succeed)."""
+    def _run(self, args: list[tuple]) -> list[Any]:
+        """The workers' results for (gold, answer) calls (answer None: the gold's profile). A call
+        that expired on a starved worker is retried once (see the module docstring); the retry's
+        result replaces the first."""
         # One group per gold: a worker parses each gold once.
-        results = self.pool.map(todo, groups=[g for g, _ in todo])
+        results = self.pool.map(args, groups=[a[0] for a in args])
         killed = self.pool.killed_cpu_s
-        self.calls += len(todo)
-        out: list[tuple[tuple[bool, str], bool] | None] = [None] * len(todo)
+        self.calls += len(args)
         retry: list[int] = []
         for i, res in enumerate(results):
             if res == TIMEOUT:
@@ -365,49 +726,62 @@ class MathVerifier(Verifier):
             elif isinstance(res, tuple) and res and res[0] == EXPIRED:
                 starved = res[2] < _CPU_FULL * _PARSE_TIMEOUT_S
             else:
-                out[i] = _interpret(res)
                 continue
-            if starved:
+            if starved:  # else it needs more than the budget, loaded machine or not: `timeout`
                 retry.append(i)
-            else:  # it needs more than the budget, loaded machine or not
-                out[i] = ((False, "timeout"), False)
         if retry:
-            again = self.pool.map([(*todo[i], True) for i in retry],
+            again = self.pool.map([(*args[i], True) for i in retry],
                                   deadline_s=self.pool.deadline_s * _RETRY_FACTOR,
-                                  groups=[todo[i][0] for i in retry])
+                                  groups=[args[i][0] for i in retry])
             self.calls += len(retry)
             self.retries += len(retry)
             for i, res in zip(retry, again):
-                out[i] = _interpret(res)
-        return out  # type: ignore[return-value]
+                results[i] = res
+        return results
 
-    def _verdict(self, gold: str, ex: Extraction, units: list[str],
-                 decided: dict[tuple[str, str], tuple[bool, str]]) -> Verdict:
-        info: dict[str, Any] = {"answer_from": ex.source}
-        if ex.has_box:
-            info["boxed"] = True
+    def _judge(self, gold: str, ex: Extraction, units: list[str],
+               decided: dict[tuple[str, str], tuple[bool, str]]) -> tuple[bool, str | None, str]:
+        """(correct, extracted, outcome) of a completion with this extraction."""
         if not units:
-            return Verdict(False, None, "truncated" if ex.source == "truncated" else "no_answer",
-                           info=info)
+            return False, None, "truncated" if ex.source == "truncated" else "no_answer"
         shown = ", ".join(units)
         if any(len(a) > self.max_answer_chars for a in units):
-            return Verdict(False, shown[:200] + "...", "too_long", info=info)
+            return False, shown[:200] + "...", "too_long"
         res = [decided[(gold, a)] for a in units]
         if all(ok for ok, _ in res):
-            return Verdict(True, shown, "correct", info=info)
+            return True, shown, "correct"
         if any(ok for ok, _ in res):
             # Several different answers, one of them right: a hedge earns no credit.
-            return Verdict(False, shown, "hedge", info=info)
-        special = next((o for _, o in res if o != "wrong"), "wrong")
-        return Verdict(False, shown, special, info=info)
+            return False, shown, "hedge"
+        return False, shown, next((o for _, o in res if o != "wrong"), "wrong")
 
     def _put(self, key: tuple[str, str], verdict: tuple[bool, str]) -> None:
         self._cache[key] = verdict
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
 
+    def _put_gold(self, gold: str, profile: GoldProfile) -> None:
+        self._golds[gold] = profile
+        if len(self._golds) > self._cache_size:
+            self._golds.popitem(last=False)
+
     def close(self) -> None:
         self.pool.close()
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for a while. Scoring allocates tens of thousands of
+    small objects, none of them cyclic, and every so often that triggers a full collection, which
+    walks every object the process holds (sympy's alone are >100k; a trainer's far more): that was
+    up to half the parent's time."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _interpret(res: Any) -> tuple[tuple[bool, str], bool]:

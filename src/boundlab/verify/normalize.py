@@ -30,6 +30,7 @@ statement gives one; never a fallback to an unanchored number).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _SEP = r"(?:\\,|\\;|\\:|\\ |~|\{,\}|,\\!)"
 # A 1-3 digit group (not preceded by a digit, a dot or a separator) and >= 1 group of three digits
@@ -88,6 +89,8 @@ def e_notation(s: str) -> str:
     return f"{m.group(1)} \\times 10^{{{int(m.group(2))}}}"
 
 
+# Answers repeat (a model says `12` a hundred times): each distinct string is normalized once.
+@lru_cache(maxsize=1 << 16)
 def normalize_answer(s: str) -> str:
     return e_notation(unwrap_text_number(join_thousands(s)))
 
