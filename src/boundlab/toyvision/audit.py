@@ -5,9 +5,9 @@ rates per cell against the corpus targets, composition, support, luck), on the V
     python -m boundlab.toyvision.audit --base DIR --n 64 --per-tier 8 --support-n 128 --out a.json
 
 The samples are drawn as the probe draws them: the hf sampler with the model's processor and the
-problems' pictures (`toy_vision`), at T = 1, by the compact decoder. The corpus targets are the text
-base's mix (recorded in the VLM's train_info.json), since the VLM's corpus is toyworld2's. No
-teacher is audited: the visual world ships none (see `pretrain`).
+problems' pictures (`toy_vision`), at T = 1, by the compact decoder. The corpus targets are the
+VLM's own corpus mix (its train_info.json's `mix`: the text base's, with the bracket share that
+`pretrain --bracket-share` set). No teacher is audited: the visual world ships none (see `pretrain`).
 """
 
 from __future__ import annotations
