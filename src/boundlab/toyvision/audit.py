@@ -58,8 +58,8 @@ def run_audit(base: Path, n: int = 256, per_tier: int = 50, support_n: int = 102
     rates = A.decision_rates([row for p, row in zip(problems, vs) if p.meta["tier"] != "X"],
                              A.corpus_mix(base))
     tiers = A.tier_summary(problems, vs, n)
-    res: dict = {"base": str(base), "n": n, "per_tier": per_tier, "seed": seed,
-                 "decision_rates": rates, "tiers": tiers,
+    res: dict = {"base": str(base), "base_sha256": A.weights_sha256(base), "n": n,
+                 "per_tier": per_tier, "seed": seed, "decision_rates": rates, "tiers": tiers,
                  "composition": A.composition(rates, tiers, problems)}
     sup = visual(toy2_problems("test", tiers=list(A.SUPPORT_TIERS), per_tier=support_per_tier), folder)
     res["support"] = A.support(model, proc, sup, support_n, seed + 1, verdicts=verdicts)
