@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from boundlab.toyvision.paths import base_model_dir
+from boundlab.toyworld2.audit import weights_sha256
 
 pytestmark = pytest.mark.skipif(not (base_model_dir() / "model.safetensors").exists(),
                                 reason="the toy_vlm base is not shipped in this checkout")
@@ -25,6 +26,7 @@ def test_audit_on_a_tiny_probe(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert "decision rates" in r.stdout and "checks:" in r.stdout
     a = json.loads(out.read_text())
+    assert a["base_sha256"] == weights_sha256(base_model_dir())  # what ties the audit to the weights
     assert set(a["tiers"]) == {"E", "H1", "H2", "H3", "B3", "B4", "X"}
     for t in a["tiers"].values():
         assert t["problems"] == 3 and t["n"] == 8

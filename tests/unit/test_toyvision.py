@@ -8,6 +8,8 @@
 - The tiny VLM: its processor round-trips through AutoProcessor; the compact decoder's logits equal
   Llava's own forward, with images and left padding; the hf sampler feeds images and refuses to
   sample a VLM without them.
+- Pretraining's `--bracket-share` replaces the corpus's bracket share and nothing else, and the
+  spec it records (the audit's targets) is the mix actually used.
 """
 
 from __future__ import annotations
@@ -196,3 +198,29 @@ def test_pretraining_is_reproducible_and_resumes_bit_identical(tmp_path):
     assert info["resumed_from"] == 1
     for (name, a), (_, b) in zip(whole.state_dict().items(), resumed.state_dict().items()):
         assert torch.equal(a, b), name
+
+
+def test_bracket_share_replaces_only_the_corpus_bracket_share(tmp_path):
+    import json
+
+    from boundlab.toyvision.pretrain import corpus_from
+    from boundlab.toyworld2.expr import Decision
+
+    text_mix = json.loads((base_model_dir() / "train_info.json").read_text())["mix"]
+    bracket, prec = Decision("bracket", 1, "sep", "q"), Decision("prec", 1, "sep", "q")
+    kept, spec = corpus_from(base_model_dir(), 0)
+    assert spec["mix"] == text_mix and kept.mix.share(bracket) == text_mix["default_bracket"]
+    corpus, spec = corpus_from(base_model_dir(), 0, 0.013)
+    assert corpus.mix.share(bracket) == 0.013 and spec["mix"]["default_bracket"] == 0.013
+    assert corpus.mix.share(prec) == kept.mix.share(prec)
+    assert {k: v for k, v in spec["mix"].items() if k != "default_bracket"} == \
+        {k: v for k, v in text_mix.items() if k != "default_bracket"}
+    for bad in (0.0, 1.0, -0.1):
+        with pytest.raises(ValueError, match="bracket share"):
+            corpus_from(base_model_dir(), 0, bad)
+    # A text base whose mix lists a bracket cell: the knob would not reach that cell, so it refuses.
+    info = json.loads((base_model_dir() / "train_info.json").read_text())
+    info["mix"] = {**info["mix"], "cells": {**info["mix"]["cells"], "bracket/1/sep/q": 0.02}}
+    (tmp_path / "train_info.json").write_text(json.dumps(info))
+    with pytest.raises(ValueError, match="lists bracket cells"):
+        corpus_from(tmp_path, 0, 0.013)

@@ -5,9 +5,9 @@ rates per cell against the corpus targets, composition, support, luck), on the V
     python -m boundlab.toyvision.audit --base DIR --n 64 --per-tier 8 --support-n 128 --out a.json
 
 The samples are drawn as the probe draws them: the hf sampler with the model's processor and the
-problems' pictures (`toy_vision`), at T = 1, by the compact decoder. The corpus targets are the text
-base's mix (recorded in the VLM's train_info.json), since the VLM's corpus is toyworld2's. No
-teacher is audited: the visual world ships none (see `pretrain`).
+problems' pictures (`toy_vision`), at T = 1, by the compact decoder. The corpus targets are the
+VLM's own corpus mix (its train_info.json's `mix`: the text base's, with the bracket share that
+`pretrain --bracket-share` set). No teacher is audited: the visual world ships none (see `pretrain`).
 """
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ def run_audit(base: Path, n: int = 256, per_tier: int = 50, support_n: int = 102
     rates = A.decision_rates([row for p, row in zip(problems, vs) if p.meta["tier"] != "X"],
                              A.corpus_mix(base))
     tiers = A.tier_summary(problems, vs, n)
-    res: dict = {"base": str(base), "n": n, "per_tier": per_tier, "seed": seed,
-                 "decision_rates": rates, "tiers": tiers,
+    res: dict = {"base": str(base), "base_sha256": A.weights_sha256(base), "n": n,
+                 "per_tier": per_tier, "seed": seed, "decision_rates": rates, "tiers": tiers,
                  "composition": A.composition(rates, tiers, problems)}
     sup = visual(toy2_problems("test", tiers=list(A.SUPPORT_TIERS), per_tier=support_per_tier), folder)
     res["support"] = A.support(model, proc, sup, support_n, seed + 1, verdicts=verdicts)

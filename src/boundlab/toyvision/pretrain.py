@@ -1,6 +1,6 @@
 """Pretrain the visual toy world's VLM on CPU, reproducibly.
 
-    python -m boundlab.toyvision.pretrain --seed 0                     # into the shipped assets/base
+    python -m boundlab.toyvision.pretrain --seed 0 --bracket-share 0.013   # the shipped assets/base
     python -m boundlab.toyvision.pretrain --out /tmp/tv --steps 20      # a short run
 
 The model (`model.build_vlm`) starts with toyworld2's shipped base as its language model and a new
@@ -11,11 +11,14 @@ vision tower and projector, trained in two stages.
    character in its cell (a blank cell: the space's). After it the language model sees, in the
    image tokens' places, nearly the characters of the text world's prompt.
 2. The corpus: the whole model on toyworld2's base corpus (the mix, tier shares and
-practice recorded in that base's train_info.json), each prompt's question replaced by its picture:
+practice recorded in that base's train_info.json; `--bracket-share` replaces the mix's bracket
+share, recorded in the VLM's own train_info.json, whose `mix` is what the audit's targets read),
+each prompt's question replaced by its picture:
 `Q:<image>;` + the same completion. The tower and projector learn at `--lr`, the language model at
 `--lm-lr` (it must learn to take its question from image tokens, and keeps the corpus's decision
 rates, which the audit measures). Loss: completion tokens and EOS, execution-practice spans masked
-as in toyworld2.
+as in toyworld2. The shipped VLM uses `--bracket-share 0.013`: on the text base's 0.016 it honoured
+B3's bracket at 0.022 (the text base: 0.018) and its B3 strict pass@256 saturated (0.98 in the audit).
 
 Killed runs resume from `<out>/base.partial/` (model, optimizer, corpus RNG), bit-identical to an
 uninterrupted run; `--seed 0` twice gives identical weights (a test checks both on a few steps).
@@ -46,11 +49,23 @@ from boundlab.toyvision.paths import assets_dir
 from boundlab.toyvision.task import TEMPLATE
 
 
-def corpus_from(text_base: Path, seed: int) -> tuple[world.Corpus, dict]:
-    """toyworld2's base corpus exactly as recorded in the text base's train_info.json."""
+def corpus_from(text_base: Path, seed: int, bracket_share: float | None = None
+                ) -> tuple[world.Corpus, dict]:
+    """toyworld2's base corpus as recorded in the text base's train_info.json; `bracket_share`, when
+    given, replaces its mix's `default_bracket` (the share of bracket problems whose trace honours
+    the bracket), and the returned spec records the mix actually used."""
     info = json.loads((Path(text_base) / "train_info.json").read_text())
     practice = info.get("practice")
-    spec = {"mix": info.get("mix") or {}, "corpus_tiers": info.get("corpus_tiers"),
+    mix = dict(info.get("mix") or {})
+    if bracket_share is not None:
+        if not 0 < bracket_share < 1:
+            raise ValueError(f"bracket share must be in (0, 1), got {bracket_share}")
+        listed = sorted(c for c in mix.get("cells", {}) if c.startswith("bracket/"))
+        if listed:  # a listed cell ignores default_bracket: the knob would not reach it
+            raise ValueError(f"the text base's mix lists bracket cells {listed}; --bracket-share "
+                             "replaces only default_bracket")
+        mix["default_bracket"] = bracket_share
+    spec = {"mix": mix, "corpus_tiers": info.get("corpus_tiers"),
             "practice": practice, "ambiguous": float(info.get("ambiguous") or 0.0)}
     corpus = world.Corpus(seed, world.BaseMix(**spec["mix"]), tiers=spec["corpus_tiers"],
                           practice=world.Practice(**practice) if practice else None,
@@ -224,6 +239,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--lm-lr", type=float, default=3e-4, help="the language model")
     ap.add_argument("--warmup", type=int, default=30)
     ap.add_argument("--distractors", type=int, default=0)
+    ap.add_argument("--bracket-share", type=float, default=None,
+                    help="the corpus share of honoured brackets (replaces the text base's mix's "
+                         "default_bracket; default: keep it)")
     ap.add_argument("--save-every", type=int, default=100)
     args = ap.parse_args(argv)
 
@@ -234,12 +252,13 @@ def main(argv: list[str] | None = None) -> None:
     tokenizer = build_tokenizer()
     processor = build_processor(tokenizer)
     model = build_vlm(args.text_base, tokenizer)
-    corpus, spec = corpus_from(args.text_base, args.seed)
+    corpus, spec = corpus_from(args.text_base, args.seed, args.bracket_share)
     partial = args.out / "base.partial"
     reading = None
     if not (partial / "state.pt").exists():  # a resumed run's partial state already holds stage 1
         # Its own corpus stream (seed + 1), so stage 2's batches do not depend on --read-steps.
-        reading = read(model, processor, corpus_from(args.text_base, args.seed + 1)[0],
+        reading_corpus = corpus_from(args.text_base, args.seed + 1, args.bracket_share)[0]
+        reading = read(model, processor, reading_corpus,
                        steps=args.read_steps, batch_size=args.batch_size, lr=args.read_lr,
                        distractors=args.distractors)
     info = train(model, Encoder(processor, args.distractors), corpus, steps=args.steps,
