@@ -2,9 +2,11 @@
 larger k? Samples the shipped toy2 base on the named test problems at n samples each (default
 2048; one torch thread) and prints strict and answer-only counts per problem as JSON.
 
-    python scripts/toy2_support_check.py 0024,0032,0036 [--n 2048] [--seed 7: problem i is sampled with seed 7 + i] [--out FILE]
+    python scripts/toy2_support_check.py 0024,0032,0036 [--n 2048] [--seed 7] [--out FILE]
 
-Problem ids are `tw2-test-<id>`: indices into toy2's test split (the default probe slice's ids among them).
+Problem ids are `tw2-test-<id>`, <id> being the problem's index in toy2's test split (the default
+probe slice's ids among them). Problem <id> is sampled with seed `--seed` + <id>, so its count does
+not depend on which other ids are asked for. The JSON records the base's weights' sha256.
 """
 import argparse
 import json
@@ -27,21 +29,19 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     ids = {f"tw2-test-{i}" for i in args.ids.split(",")}
-    problems = [p for p in toy2_problems("test") if p.problem_id in ids]
-    missing = ids - {p.problem_id for p in problems}
+    problems = [(i, p) for i, p in enumerate(toy2_problems("test")) if p.problem_id in ids]
+    missing = ids - {p.problem_id for _, p in problems}
     if missing:
         raise SystemExit(f"not in the toy2 test split: {', '.join(sorted(missing))}")
     model, tok = A._load(base_model_dir())
     t0, out = time.time(), {}
-    for p in problems:
-        # The seed is the problem's own (seed + its test-split index), so a problem's count does not
-        # depend on which other ids were asked for.
-        vs = A._verdicts(model, tok, [p], args.n, args.seed + int(p.problem_id.rsplit("-", 1)[1]))[0]
+    for i, p in problems:
+        vs = A._verdicts(model, tok, [p], args.n, args.seed + i)[0]
         out[p.problem_id] = {"tier": p.meta["tier"], "n": args.n, "strict": sum(v.strict for v in vs),
                              "answer": sum(v.correct for v in vs)}
         print(p.problem_id, out[p.problem_id], flush=True)
-    res = {"base": "toy2 shipped base (boundlab.toyworld2.paths.base_model_dir)", "seed": args.seed, "seconds": round(time.time() - t0, 1),
-           "problems": out}
+    res = {"base": "toyworld2's shipped base", "base_sha256": A.weights_sha256(base_model_dir()),
+           "seed": args.seed, "seconds": round(time.time() - t0, 1), "problems": out}
     print(json.dumps(res))
     if args.out:
         args.out.write_text(json.dumps(res, indent=1) + "\n")
