@@ -35,7 +35,7 @@ import boundlab.builtins  # noqa: F401 - the task and verifier registries
 from boundlab.tasks import build_task
 from boundlab.tasks.base import Problem
 from boundlab.verify.extract import extract_math_answer
-from boundlab.verify.math import MathVerifier, plain_math_verify
+from boundlab.verify.math import MathVerifier, _worker_init, plain_math_verify
 from boundlab.verify.pool import _cpu_seconds
 
 
@@ -114,7 +114,10 @@ def run(scenario: str, args: argparse.Namespace, problems: list[Problem]) -> dic
     # Plain: extract, then one math-verify call (parse gold, parse answer, verify) per answer.
     # math-verify's own parse cache starts empty for each mix.
     parse_latex_cached.cache_clear()
-    plain_math_verify("1", "1")  # import and warm up outside the timing
+    # Import and warm up outside the timing, exactly as each of our workers does when it starts
+    # (`_worker_init`: `1` against `1`, then the answer shapes of `WARM_UP`).
+    _worker_init()
+    parse_latex_cached.cache_clear()
     for p, comps in warm:
         for c in comps:
             plain_math_verify(p.answer, extract_math_answer(c) or "")

@@ -167,13 +167,11 @@ def test_plain_number_rule_agrees_with_math_verify():
 
 def _profile(gold: str):
     """A gold's profile as a worker computes it, here in the test process."""
-    from boundlab.verify.math import _NUMBERISH, GoldProfile, _worker_check, wrap_latex
+    from boundlab.verify.math import _worker_check, profile_from
 
     res = _worker_check((gold, None))
-    assert res[0] == "ok" and len(res) == 5, res
-    _, self_ok, value, apart, strings = res
-    return GoldProfile(wrap_latex(gold), self_ok, value, apart,
-                       any(st.strip() and set(st.strip()) <= _NUMBERISH for st in strings))
+    assert res[0] == "ok" and len(res) == 6, res
+    return profile_from(gold, res)
 
 
 PROFILED_GOLDS = [r"\pi", r"\sqrt{51}", r"3\sqrt{13}", r"11\sqrt2", "x=5", r"x=\sqrt{4}",
@@ -181,14 +179,22 @@ PROFILED_GOLDS = [r"\pi", r"\sqrt{51}", r"3\sqrt{13}", r"11\sqrt2", "x=5", r"x=\
                   r"\left( 3, \frac{\pi}{2} \right)", "1,-2", "3, 5, 7", r"\{1, 1\}", "(1,2)",
                   "[1,2]", r"5\%", r"90^\circ", "52_8", r"\frac{1}{0}", r"\infty", "x^2 - x^2",
                   r"\begin{pmatrix}1\\2\end{pmatrix}", r"\text{5}", r"0.5\pi", r"\sin 30^\circ",
-                  r"\log 2", "e^{2}", r"\sqrt[3]{2}", r"2\frac{1}{2}", r"\frac{\sqrt{2}}{2}"]
+                  r"\log 2", "e^{2}", r"\sqrt[3]{2}", r"2\frac{1}{2}", r"\frac{\sqrt{2}}{2}",
+                  r"\text{pi}", r"\text{sqrt(2)}", r"\mathrm{pi}", r"x = \pi", r"\{\pi, 2\}",
+                  r"(\sqrt{2}, 1)", r"\pi r^2", r"y = 2\sqrt{3}", r"\frac{\pi}{2}\text{ rad}",
+                  r"\sqrt{2}\%", r"2\sqrt{2}^\circ"]
 PROFILE_ANSWERS = ["0", "-0", "0.0", "5", "-5", "5.0", "+5", "5.", "007", "0.5", r"\frac{1}{2}",
                    r"\dfrac{1}{2}", "1/2", r"-\frac{1}{2}", "0.333333", r"\frac{1}{3}", "1",
                    "1,000", "10^{3}", "50\\%", r"\frac{1}{0}", "3.141593", "3.1415927",
                    "3.14159265358979",
                    "3.14", "7.141428", "10.816654", "15.556349", "2", "1024", "1024.0", "52", "90",
                    "0.05", "-1", "-2", "3", "2.5", "0.707107", "0.7071068", "0.693147", "1.259921",
-                   "7.389056", "2.718282", "e"]
+                   "7.389056", "2.718282", "e",
+                   # closed-form constants (`closed_form.py`), decided against a profile too
+                   r"\pi", r"2\pi", r"-\pi", r"\frac{\pi}{2}", r"\sqrt{2}", r"-\sqrt{2}",
+                   r"\frac{\sqrt{2}}{2}", r"\sqrt{51}", r"-\sqrt{51}", r"3\sqrt{13}",
+                   r"\sqrt{117}", r"11\sqrt2", r"2\sqrt{3}", r"\sqrt{25}", r"\sqrt{4}", r"2^{10}",
+                   r"\sqrt[3]{2}", r"\frac{1}{\sqrt{2}}", r"\pi+1", r"\sqrt{2}+1", r"5\sqrt{1}"]
 
 
 def test_gold_profiles_agree_with_math_verify():
@@ -209,6 +215,14 @@ def test_gold_profiles_agree_with_math_verify():
     assert _profile("e").value == pytest.approx(2.718281828459045)  # Euler's number, to math-verify
     for gold in ["p - q", "6 - 5i", r"\text{Evelyn}", r"\left( 3, \frac{\pi}{2} \right)", "1,-2"]:
         assert _profile(gold).apart, gold
+    # Closed-form answers: decided against a tuple, a polynomial, a value; never against a
+    # symbol (compared by `str`, and `str(pi)` is `pi`) or a gold whose string is one.
+    assert _profile(r"(\sqrt{2}, 1)").verdict(r"\sqrt{2}") is False
+    assert _profile("p - q").verdict(r"2\pi") is False
+    assert _profile(r"x = \pi").verdict(r"2\pi") is False
+    assert _profile(r"x = \pi").verdict(r"\frac{\pi}{1}") is None  # equal values: math-verify
+    assert _profile(r"\text{pi}").verdict(r"\pi") is None
+    assert _profile(r"\pi").verdict(r"2\pi") is None  # its string `\pi` is a closed form
     # No rule for a gold that is no plain value (an interval, a number's string, a one-element set).
     for gold in ["(1,2)", "[1,2]", r"\text{5}", r"\{1, 1\}"]:
         p = _profile(gold)
@@ -246,19 +260,37 @@ def test_values_apart_agrees_with_math_verify():
 
 
 def test_profiles_decide_in_the_parent(verifier):
-    # The gold's profile comes with the first batch; identical answers and plain numbers are
-    # then decided without a math-verify call, also in later calls.
+    # The gold's profile comes with the first batch; identical answers, plain numbers and
+    # closed-form constants far from its value are then decided without a math-verify call, also
+    # in later calls. (`x = \sqrt{51}` is no closed-form constant itself: it needs a profile.)
     before = verifier.calls
-    out = verifier.score(P(r"\sqrt{51}"), [r"\boxed{\sqrt{51}}", r"\boxed{7}", r"\boxed{7.14}",
-                                            r"\boxed{-\sqrt{51}}"])
+    gold = r"x = \sqrt{51}"
+    out = verifier.score(P(gold), [rf"\boxed{{{gold}}}", r"\boxed{7}", r"\boxed{7.14}",
+                                   r"\boxed{-\sqrt{51}}", r"\boxed{2\sqrt{13}}", r"\boxed{x = 7}"])
+    assert [v.outcome for v in out] == ["correct", "wrong", "wrong", "wrong", "wrong", "wrong"]
+    assert verifier.calls - before == 2  # the profile, and the relation x = 7
+    out = verifier.score(P(gold), [rf"\boxed{{{gold}}}", r"\boxed{8}", r"\boxed{0.5}",
+                                   r"\boxed{\pi}"])
     assert [v.outcome for v in out] == ["correct", "wrong", "wrong", "wrong"]
-    assert verifier.calls - before == 2  # the profile, and -sqrt(51)
-    out = verifier.score(P(r"\sqrt{51}"), [r"\boxed{\sqrt{51}}", r"\boxed{8}", r"\boxed{0.5}"])
-    assert [v.outcome for v in out] == ["correct", "wrong", "wrong"]
     assert verifier.calls - before == 2
-    # A plain number too close to the gold's value for the profile: math-verify decides.
-    assert verifier.score(P(r"\sqrt{51}"), [r"\boxed{7.141428}"])[0].outcome == "correct"
-    assert verifier.calls - before == 3
+    # A number or constant too close to the gold's value for the profile: math-verify decides.
+    out = verifier.score(P(gold), [r"\boxed{7.141428}", r"\boxed{\sqrt{51}}"])
+    assert [v.outcome for v in out] == ["correct", "correct"]
+    assert verifier.calls - before == 4
+
+
+def test_closed_forms_decide_in_the_parent(verifier):
+    # A gold that `closed_form.py` reads needs no profile: the same string, and constants whose
+    # values are apart, are decided here; an equal value written otherwise goes to math-verify.
+    before = verifier.calls
+    out = verifier.score(P(r"3\sqrt{13}"), [r"\boxed{3\sqrt{13}}", r"\boxed{-3\sqrt{13}}",
+                                            r"\boxed{3\sqrt{13}+1}", r"\boxed{10.8}",
+                                            r"\boxed{\frac{\sqrt{13}}{3}}"])
+    assert [v.outcome for v in out] == ["correct"] + ["wrong"] * 4
+    assert verifier.calls == before
+    out = verifier.score(P(r"3\sqrt{13}"), [r"\boxed{\sqrt{117}}", r"\boxed{10.816654}"])
+    assert [v.outcome for v in out] == ["correct", "correct"]
+    assert verifier.calls - before == 2
 
 
 def test_cache_smaller_than_batch_still_answers_everything():
@@ -293,3 +325,15 @@ def test_minerva_problems_carry_the_tolerance():
     task = TASKS.get("minerva")(None)
     assert MINERVA_REL_TOL == 1e-4 and {p.meta["rel_tol"] for p in task.problems} == {1e-4}
     assert all("rel_tol" not in p.meta for p in TASKS.get("math500")(None).problems)
+
+
+def test_worker_warm_up_checks_its_shapes_and_forgets_them():
+    # Each worker checks `WARM_UP` when it starts (math-verify's first-use costs, paid before it
+    # takes work): every item gets a verdict, and no parse or value outlives the warm-up.
+    from boundlab.verify import math as m
+
+    results = [m._worker_check(x) for gold, answer in m.WARM_UP
+               for x in ((gold, None), (gold, answer))]
+    assert all(r[0] == "ok" for r in results), results
+    m.warm_up()
+    assert m._PARSED == {} and m._VALUES == {}

@@ -90,13 +90,14 @@ def P(gold: str, pid: str = "p") -> Problem:
     return Problem(pid, "q", gold)
 
 
-# Each pair needs a worker (none is decided in the parent: no answer is a plain number, and
-# `\sqrt{2}` against itself needs its gold's profile).
-HALF_A, HALF_B, HALF_WRONG = r"\frac{\sqrt{4}}{4}", r"\sqrt{0.25}", r"\frac{1}{\sqrt{2}}"
+# Each pair needs a worker (none is decided in the parent: the closed-form answers have the
+# gold's value, written otherwise, the others are no closed forms, and `x = \sqrt{2}` against
+# itself needs its gold's profile).
+HALF_A, HALF_B, HALF_WRONG = r"\frac{\sqrt{4}}{4}", r"\sqrt{0.25}", r"\frac{x}{2}"
 ITEMS = [(P(r"\frac{1}{2}", "half"), [rf"\boxed{{{HALF_A}}}", rf"\boxed{{{HALF_B}}}",
                                       rf"\boxed{{{HALF_WRONG}}}"]),
          (P(r"\frac{3}{4}", "threeq"), [r"\boxed{1-\frac{1}{4}}", r"\boxed{x}"]),
-         (P(r"\sqrt{2}", "root"), [r"\boxed{\sqrt{2}}"])]
+         (P(r"x = \sqrt{2}", "root"), [r"\boxed{x = \sqrt{2}}"])]
 EXPECTED = [["correct", "correct", "wrong"], ["correct", "wrong"], ["correct"]]
 
 

@@ -37,6 +37,17 @@ math-verify itself on grids of traps in tests/unit/test_math_verifier.py:
   against such a gold (`wrong` when the values are apart as above), unless one of the gold's
   strings could equal a number's (math-verify compares the strings too). `_gold_profile` says
   why each case is math-verify's own conclusion.
+- **Closed-form constants** (`closed_form_verdict`, in the parent, no parse): `closed_form.py`
+  reads the expressions whose value latex2sympy agrees on (`3\\sqrt{13}`, `-\\frac{\\sqrt{3}}{2}`,
+  `2\\pi`, `(1+\\sqrt{2})^2`, `12\\pi/5`; not `2\\frac{1}{2}`, `2(3)` or `1/2\\pi`, which it reads
+  otherwise). Gold and answer both such constants: the same string is correct, values
+  `_far_apart` are wrong, the rest goes to math-verify. Against a profiled gold, such an answer
+  is decided like a plain number (`apart_any` for a tuple, a set, a polynomial; never against a
+  symbol, or a gold one of whose strings is itself a closed form). A gold that is a closed form
+  is never profiled. `bench/verify_fuzz.py` checks the rules at scale.
+- **Self-verdicts from strings**: a profiled gold whose parse holds a non-empty string gets
+  `True` for an identical answer without running `verify`, which is what `verify` returns for
+  it (it accepts any pair of items that are equal non-empty strings).
 - **Values apart** (`_values_apart`, in the worker, after both parses, before `verify`): two
   closed-form constants whose values are apart, or a constant against a non-constant polynomial,
   with no string in common: `wrong` without running sympy's `simplify`.
@@ -84,6 +95,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from boundlab.tasks.base import Problem
 from boundlab.verify.base import Verdict, Verifier
+from boundlab.verify.closed_form import closed_form_value
 from boundlab.verify.extract import MAX_ANSWER_CHARS, MODES, Extraction, _patterns, extract
 from boundlab.verify.normalize import normalize_answer
 from boundlab.verify.pool import CRASH, TIMEOUT, DeadlinePool
@@ -254,11 +266,30 @@ def fast_verdict(gold: str, answer: str) -> bool | None:
         return small
     xg, ya = plain_number(g), plain_number(a)
     if xg is None or ya is None:
-        return None
+        return closed_form_verdict(g, a)
     (x, x_dec), (y, y_dec) = xg, ya
     if x == y or not (x_dec or y_dec):
         return x == y
     return False if _far_apart(x, y) else None
+
+
+def closed_form_verdict(gold: str, answer: str) -> bool | None:
+    """Gold and answer both closed-form constants that `closed_form.py` reads exactly as
+    math-verify does (`3\\sqrt{13}`, `-\\frac{\\sqrt{3}}{2}`, `2\\pi`, plain numbers): the same
+    string is correct (math-verify parses it and finds it equal to itself), values
+    `_far_apart` are wrong (its every comparison needs equal values: rounded to 6 decimal places,
+    `simplify(g - a) == 0`, or equal strings, and equal strings would parse to equal values);
+    anything else (equal values written otherwise, values within its rounding) goes to
+    math-verify."""
+    vg = closed_form_value(gold)
+    if vg is None:
+        return None
+    va = closed_form_value(answer)
+    if va is None:
+        return None
+    if wrap_latex(answer) == wrap_latex(gold):
+        return True
+    return False if _far_apart(vg, va) else None
 
 
 # Characters of every string math-verify's parse gives for a plain number (`$5$` -> `5`,
@@ -277,30 +308,53 @@ class GoldProfile:
     `_far_apart` from it is wrong); `apart`: no single plain number is ever equal to the gold (a
     tuple, a set of several distinct constants, a non-constant polynomial: see `_gold_profile`);
     `numberish`: a string of the gold's parse could equal a plain number's, so neither rule
-    applies."""
+    applies. The same two rules for an answer that is a closed-form constant (`closed_form.py`:
+    `\\sqrt{2}`, `2\\pi`), with `apart_any` for `apart`, unless `grammarish`: a string of the
+    gold's parse is itself such a constant, and could equal the answer's string."""
 
     wrapped: str
     self_verdict: bool
     value: complex | None
     apart: bool
     numberish: bool
+    apart_any: bool = False
+    grammarish: bool = True
 
     def verdict(self, answer: str) -> bool | None:
         if wrap_latex(answer) == self.wrapped:
             return self.self_verdict
-        if self.numberish or (self.value is None and not self.apart):
-            return None
         n = plain_number(answer)
-        if n is None:
+        if n is not None:
+            if self.numberish or (self.value is None and not self.apart):
+                return None
+            if self.apart:
+                return False
+            return False if _far_apart(self.value, complex(n[0])) else None
+        if self.numberish or self.grammarish or (self.value is None and not self.apart_any):
             return None
-        if self.apart:
+        v = closed_form_value(answer)
+        if v is None:
+            return None
+        if self.apart_any:
             return False
-        return False if _far_apart(self.value, complex(n[0])) else None
+        return False if _far_apart(self.value, complex(v)) else None
 
 
 def may_use_profile(gold: str, answer: str) -> bool:
-    """A gold profile could decide this pair (see `GoldProfile.verdict`)."""
-    return wrap_latex(answer) == wrap_latex(gold) or plain_number(answer) is not None
+    """A gold profile could decide this pair (see `GoldProfile.verdict`). Never for a gold that
+    is itself a closed-form constant: `closed_form_verdict` has decided whatever a profile could."""
+    if closed_form_value(gold) is not None:
+        return False
+    return (wrap_latex(answer) == wrap_latex(gold) or plain_number(answer) is not None
+            or closed_form_value(answer) is not None)
+
+
+def profile_from(gold: str, res: tuple) -> GoldProfile:
+    """The parent's `GoldProfile` from a worker's answer to a profile call (`_worker_check`)."""
+    _, self_ok, value, apart, strings, apart_any = res
+    return GoldProfile(wrap_latex(gold), self_ok, value, apart,
+                       any(st.strip() and set(st.strip()) <= _NUMBERISH for st in strings),
+                       apart_any, any(closed_form_value(st) is not None for st in strings))
 
 
 def _worker_init() -> None:
@@ -312,6 +366,29 @@ def _worker_init() -> None:
     logging.getLogger("math_verify").setLevel(logging.ERROR)
 
     plain_math_verify("1", "1")  # warm the parser
+    warm_up()
+
+
+# Answer shapes common in math benchmarks, one of each, checked once when a worker starts. The
+# first time math-verify meets a construct (ANTLR builds its prediction states for it, sympy
+# fills its caches) costs several times what it costs after: a tuple of two constants took about
+# 110 ms the first time and 31 ms after, in a worker that had only checked `1` against `1`. A
+# worker pays this here, before it takes work (and outside any call's deadline), not in the
+# first batches of a probe. Shapes, not any benchmark's strings.
+WARM_UP = [("\\left( 1, \\frac{\\pi}{4} \\right)", "(1, 2)"), ("a - b", "2a + b"),
+           ("\\text{yes}", "-\\text{no}"), ("45^\\circ", "45"), ("2\\sqrt{5}", "\\sqrt{20}"),
+           ("3 + 4i", "3 - 4i"), ("y = 2", "y = 2 + 1"), ("1, 2", "2, 1"), ("10_2", "2"),
+           ("\\{1, 2\\}", "[0, 1)"), ("x^2 + 1", "(x + 1)^2"), ("50\\%", "0.5"),
+           ("\\frac{a}{b}", "\\infty"), ("\\dfrac{1}{2}", "0.5")]
+
+
+def warm_up() -> None:
+    """Check `WARM_UP` (each gold's profile and one pair), then forget the parses and values."""
+    for gold, answer in WARM_UP:
+        _worker_check((gold, None))
+        _worker_check((gold, answer))
+    _PARSED.clear()
+    _VALUES.clear()
 
 
 _cpu_budget_spent = False
@@ -375,7 +452,8 @@ def _parsed(s: str, parse_s: int, retry: bool) -> tuple[Any, bool, float]:
 
 def _worker_check(arg: tuple) -> tuple:
     """Runs in a worker process: ("ok", verdict) or (EXPIRED, step, CPU seconds of that step);
-    for a gold profile, ("ok", self_verdict, value, apart, strings) (see `_gold_profile`).
+    for a gold profile, ("ok", self_verdict, value, apart, strings, apart_any) (see
+    `_gold_profile`).
 
     `arg` is (gold, answer), or (gold, answer, True) for a retry: math-verify's wall-clock budgets
     stretched `_RETRY_FACTOR` times, each step held to the normal budget of CPU time instead.
@@ -395,6 +473,12 @@ def _worker_check(arg: tuple) -> tuple:
         a, expired, cpu = _parsed(answer, parse_s, retry)
         if expired:
             return (EXPIRED, "parse answer", cpu)
+    if answer is None and any(isinstance(x, str) and x.strip() for x in g):
+        # math-verify's verdict for an identical answer, without running it: `verify` tries every
+        # (gold item, answer item) pair and is True if any is, and two equal non-empty strings
+        # are a pair it accepts (grader.verify, `compare_single_extraction`); the sympy pairs
+        # before it can only add a True, and an error or timeout in them is caught there.
+        return ("ok", True, *_gold_profile(g))
     if answer is not None and _values_apart(gold, g, answer, a):
         return ("ok", False)
     ok, expired, cpu = _timed(lambda: verify(g, a, timeout_seconds=verify_s),
@@ -473,9 +557,9 @@ def _value_of(s: str, e: Any, is_gold: bool) -> complex | None:
     return _VALUES[key]
 
 
-def _gold_profile(parsed: list) -> tuple[complex | None, bool, tuple[str, ...]]:
-    """(value, apart, strings) of a parsed gold, as math-verify compares it with a plain number
-    (grader.sympy_expr_eq with a sympy Number as the prediction):
+def _gold_profile(parsed: list) -> tuple[complex | None, bool, tuple[str, ...], bool]:
+    """(value, apart, strings, apart_any) of a parsed gold, as math-verify compares it with a
+    plain number (grader.sympy_expr_eq with a sympy Number as the prediction):
     - an assignment `x = 5` is compared by its right-hand side;
     - a closed-form constant expression (`_closed_form_value`) has a value: a number is equal to
       it only if their values are (to math-verify's 6 decimal places; symbolically,
@@ -488,28 +572,32 @@ def _gold_profile(parsed: list) -> tuple[complex | None, bool, tuple[str, ...]]:
       Symbol whose name holds a character no number's `str` has (the symbols' comparison is
       `str(g) == str(n)`);
     - anything else (relations, percents, intervals, other functions...): math-verify decides.
-    `strings`: the parse's strings, which math-verify also compares as strings."""
+    `strings`: the parse's strings, which math-verify also compares as strings. `apart_any`:
+    `apart` holds against any closed-form constant too (`closed_form.py`'s `3\\sqrt{13}`, `2\\pi`):
+    the same reasons hold for a tuple, a set and a polynomial, but not for a symbol, whose
+    comparison is by `str`, and `str` of a constant can hold letters (`sqrt(2)`, `pi`)."""
     from sympy import Basic, FiniteSet, Symbol, Tuple
 
     strings = tuple(x for x in parsed if isinstance(x, str))
     exprs = [x for x in parsed if isinstance(x, Basic)]
     if len(exprs) != 1:
-        return None, False, strings
+        return None, False, strings, False
     try:
         e = _gold_side(exprs[0])
         if isinstance(e, Tuple):
-            return None, len(e) >= 2, strings
+            return None, len(e) >= 2, strings, len(e) >= 2
         if isinstance(e, FiniteSet):
             vals = [_closed_form_value(x) for x in e.args]
             distinct = (len(vals) >= 2 and all(v is not None for v in vals)
                         and all(_far_apart(v, w) for i, v in enumerate(vals) for w in vals[i + 1:]))
-            return None, distinct, strings
+            return None, distinct, strings, distinct
         if isinstance(e, Symbol):
-            return None, not set(e.name) <= _NUMBER_STR, strings
+            return None, not set(e.name) <= _NUMBER_STR, strings, False
         value = _closed_form_value(e)
-        return value, value is None and _polynomial(e), strings
+        apart = value is None and _polynomial(e)
+        return value, apart, strings, apart
     except Exception:  # noqa: BLE001 - no profile is always safe
-        return None, False, strings
+        return None, False, strings, False
 
 
 # Characters of `str()` of a sympy Integer, Rational or Float.
@@ -673,11 +761,8 @@ class MathVerifier(Verifier):
             # that need math-verify anyway with them.
             results = self._run([(g, None) for g in to_profile] + todo)
             for g, res in zip(to_profile, results):
-                if isinstance(res, tuple) and len(res) == 5 and res[0] == "ok":
-                    _, self_ok, value, apart, strings = res
-                    self._put_gold(g, GoldProfile(
-                        wrap_latex(g), self_ok, value, apart,
-                        any(st.strip() and set(st.strip()) <= _NUMBERISH for st in strings)))
+                if isinstance(res, tuple) and len(res) == 6 and res[0] == "ok":
+                    self._put_gold(g, profile_from(g, res))
             self._settle(todo, results[len(to_profile):], decided)
             rest = []
             for key in waiting:
