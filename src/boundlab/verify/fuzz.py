@@ -192,7 +192,11 @@ def end_to_end(golds: list[str], answers_per_gold: int = 20, seed: int = 0,
     """Every gold against its `variants` and `answers_per_gold` random expressions, each boxed in
     a completion: `MathVerifier.score_many` against one plain math-verify call per pair.
     Returns the counts, the math-verify calls ours made, both sides' seconds, and every
-    disagreement (a `timeout` on either side is counted, not compared)."""
+    disagreement (a `timeout` on our side is counted, not compared). A plain call can be wrong
+    itself: math-verify's wall-clock budgets expire silently (a parse returns nothing, a
+    comparison False: the first matrix it meets can take that long). So a disagreement is asked
+    of plain math-verify twice more; where both agree with ours it is counted in
+    `plain_expired_rechecked` (with the pair), not as a mismatch."""
     import time
 
     from boundlab.tasks.base import Problem
@@ -215,18 +219,24 @@ def end_to_end(golds: list[str], answers_per_gold: int = 20, seed: int = 0,
     finally:
         v.close()
     t0 = time.perf_counter()
-    mismatches, timeouts, pairs, correct = [], 0, 0, 0
+    mismatches, timeouts, pairs, correct, rechecked = [], 0, 0, 0, []
     for (p, comps), row in zip(items, ours):
         for c, verdict in zip(comps, row):
             pairs += 1
             if verdict.outcome in ("timeout", "error"):
                 timeouts += 1
                 continue
-            ref = plain_math_verify(p.answer, extract_math_answer(c) or "")
+            answer = extract_math_answer(c) or ""
+            ref = plain_math_verify(p.answer, answer)
+            if ref != verdict.correct and all(plain_math_verify(p.answer, answer)
+                                               == verdict.correct for _ in range(2)):
+                rechecked.append((p.answer, answer, verdict.outcome))
+                ref = verdict.correct
             correct += ref
             if ref != verdict.correct:
-                mismatches.append((p.answer, extract_math_answer(c), verdict.outcome))
+                mismatches.append((p.answer, answer, verdict.outcome))
     return {"golds": len(golds), "pairs": pairs, "plain_correct": correct,
             "math_verify_calls_ours": calls, "ours_seconds": round(ours_s, 1),
             "plain_seconds": round(time.perf_counter() - t0, 1), "timeouts_ours": timeouts,
-            "mismatches": len(mismatches), "first_mismatches": mismatches[:20]}
+            "mismatches": len(mismatches), "first_mismatches": mismatches[:20],
+            "plain_expired_rechecked": len(rechecked), "rechecked_pairs": rechecked[:20]}
