@@ -115,7 +115,7 @@ def run(scenario: str, args: argparse.Namespace, problems: list[Problem]) -> dic
     # math-verify's own parse cache starts empty for each mix.
     parse_latex_cached.cache_clear()
     # Import and warm up outside the timing, exactly as each of our workers does when it starts
-    # (`_worker_init`: `1` against `1`, then the answer shapes of `WARM_UP`).
+    # (`_worker_init`: `1` against `1`).
     _worker_init()
     parse_latex_cached.cache_clear()
     for p, comps in warm:

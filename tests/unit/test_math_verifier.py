@@ -326,14 +326,3 @@ def test_minerva_problems_carry_the_tolerance():
     assert MINERVA_REL_TOL == 1e-4 and {p.meta["rel_tol"] for p in task.problems} == {1e-4}
     assert all("rel_tol" not in p.meta for p in TASKS.get("math500")(None).problems)
 
-
-def test_worker_warm_up_checks_its_shapes_and_forgets_them():
-    # Each worker checks `WARM_UP` when it starts (math-verify's first-use costs, paid before it
-    # takes work): every item gets a verdict, and no parse or value outlives the warm-up.
-    from boundlab.verify import math as m
-
-    results = [m._worker_check(x) for gold, answer in m.WARM_UP
-               for x in ((gold, None), (gold, answer))]
-    assert all(r[0] == "ok" for r in results), results
-    m.warm_up()
-    assert m._PARSED == {} and m._VALUES == {}

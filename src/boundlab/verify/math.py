@@ -366,29 +366,6 @@ def _worker_init() -> None:
     logging.getLogger("math_verify").setLevel(logging.ERROR)
 
     plain_math_verify("1", "1")  # warm the parser
-    warm_up()
-
-
-# Answer shapes common in math benchmarks, one of each, checked once when a worker starts. The
-# first time math-verify meets a construct (ANTLR builds its prediction states for it, sympy
-# fills its caches) costs several times what it costs after: a tuple of two constants took about
-# 110 ms the first time and 31 ms after, in a worker that had only checked `1` against `1`. A
-# worker pays this here, before it takes work (and outside any call's deadline), not in the
-# first batches of a probe. Shapes, not any benchmark's strings.
-WARM_UP = [("\\left( 1, \\frac{\\pi}{4} \\right)", "(1, 2)"), ("a - b", "2a + b"),
-           ("\\text{yes}", "-\\text{no}"), ("45^\\circ", "45"), ("2\\sqrt{5}", "\\sqrt{20}"),
-           ("3 + 4i", "3 - 4i"), ("y = 2", "y = 2 + 1"), ("1, 2", "2, 1"), ("10_2", "2"),
-           ("\\{1, 2\\}", "[0, 1)"), ("x^2 + 1", "(x + 1)^2"), ("50\\%", "0.5"),
-           ("\\frac{a}{b}", "\\infty"), ("\\dfrac{1}{2}", "0.5")]
-
-
-def warm_up() -> None:
-    """Check `WARM_UP` (each gold's profile and one pair), then forget the parses and values."""
-    for gold, answer in WARM_UP:
-        _worker_check((gold, None))
-        _worker_check((gold, answer))
-    _PARSED.clear()
-    _VALUES.clear()
 
 
 _cpu_budget_spent = False
