@@ -13,6 +13,9 @@ every sample of an answer.
     python bench/bench_verify.py [--scenario trained|mixed|weak|all] [--problems 40] [--n 256]
                                  [--warmup 40] [--floor]
 
+`--problems 500` (with `--warmup 0`) is the whole of MATH500 at n = 256, 128,000 answers per mix:
+what one full probe verifies, with the first-use costs of fresh workers spread over all of it.
+
 Both sides are timed in wall clock and in CPU seconds (ours: the parent's and the workers'; on a
 loaded machine the CPU ratio moves less). `--floor` also times math-verify alone on the calls ours
 makes (distinct pairs it cannot decide itself, and one profile per gold it profiles), in one warm

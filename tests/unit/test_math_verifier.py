@@ -48,12 +48,15 @@ def test_wrong_answers(verifier, gold, completion, outcome):
 
 def test_duplicates_verified_once(verifier):
     before = verifier.calls
-    comps = [r"\boxed{x+5}"] * 50 + [r"\boxed{x+6}"] * 30 + ["no answer"] * 5 + [r"\boxed{x+5}"] * 10
-    out = verifier.score(P("5+x"), comps)
+    # Greek letters: outside the parent's grammar (`x+6` against `5+x` is decided there), so
+    # each distinct answer needs math-verify.
+    comps = ([r"\boxed{\alpha+5}"] * 50 + [r"\boxed{\alpha+6}"] * 30 + ["no answer"] * 5
+             + [r"\boxed{\alpha+5}"] * 10)
+    out = verifier.score(P(r"5+\alpha"), comps)
     assert verifier.calls - before == 2  # two distinct answers, one call each
     assert sum(v.correct for v in out) == 60
     # The cache carries across calls too.
-    verifier.score(P("5+x"), [r"\boxed{x+5}"])
+    verifier.score(P(r"5+\alpha"), [r"\boxed{\alpha+5}"])
     assert verifier.calls - before == 2
     # Integer against integer never needs math-verify at all.
     assert [v.correct for v in verifier.score(P("12"), [r"\boxed{12}", r"\boxed{13}"])] == [True, False]
@@ -182,7 +185,13 @@ PROFILED_GOLDS = [r"\pi", r"\sqrt{51}", r"3\sqrt{13}", r"11\sqrt2", "x=5", r"x=\
                   r"\log 2", "e^{2}", r"\sqrt[3]{2}", r"2\frac{1}{2}", r"\frac{\sqrt{2}}{2}",
                   r"\text{pi}", r"\text{sqrt(2)}", r"\mathrm{pi}", r"x = \pi", r"\{\pi, 2\}",
                   r"(\sqrt{2}, 1)", r"\pi r^2", r"y = 2\sqrt{3}", r"\frac{\pi}{2}\text{ rad}",
-                  r"\sqrt{2}\%", r"2\sqrt{2}^\circ"]
+                  r"\sqrt{2}\%", r"2\sqrt{2}^\circ",
+                  # matrices, intervals and unions (never a number); units, `\$`, bare decimals
+                  r"\begin{pmatrix} -1 & 0 \\ 0 & -1 \end{pmatrix}", r"\begin{pmatrix} 5 \end{pmatrix}",
+                  r"(0,9) \cup (9,36)", r"(5,\infty)", r"x \in [-2,7]", "[2,2]", "(2, 1)", "(3,4]",
+                  r"\$36", ".0000672", r"\frac 34", r"864 \mbox{ inches}^2", r"\text{(E)}",
+                  # relations that are no assignment
+                  "5x - 7y + 11z + 4 = 0", r"\alpha + 2 = 5", "x > 5", r"x \le 3", "2 = 2"]
 PROFILE_ANSWERS = ["0", "-0", "0.0", "5", "-5", "5.0", "+5", "5.", "007", "0.5", r"\frac{1}{2}",
                    r"\dfrac{1}{2}", "1/2", r"-\frac{1}{2}", "0.333333", r"\frac{1}{3}", "1",
                    "1,000", "10^{3}", "50\\%", r"\frac{1}{0}", "3.141593", "3.1415927",
@@ -222,11 +231,19 @@ def test_gold_profiles_agree_with_math_verify():
     assert _profile(r"x = \pi").verdict(r"2\pi") is False
     assert _profile(r"x = \pi").verdict(r"\frac{\pi}{1}") is None  # equal values: math-verify
     assert _profile(r"\text{pi}").verdict(r"\pi") is None
-    assert _profile(r"\pi").verdict(r"2\pi") is None  # its string `\pi` is a closed form
-    # No rule for a gold that is no plain value (an interval, a number's string, a one-element set).
-    for gold in ["(1,2)", "[1,2]", r"\text{5}", r"\{1, 1\}"]:
+    # An answer whose `parse_text` is one of the gold's strings: math-verify's string comparison
+    # could hold, so no value rule applies (here it is the same parse anyway).
+    assert _profile(r"\pi").verdict(r"2\pi") is False
+    assert _profile(r"\frac 34").strings == (r"\frac{3}{4}",)
+    assert _profile(r"\frac 34").verdict(r"\frac{3}{4}") is True  # same parse_text
+    assert _profile(r"\frac 34").verdict("0.75") is None and _profile(r"\frac 34").verdict("1") is False
+    # Matrices and intervals of positive length are never a number; a one-element set may be.
+    for gold in ["(1,2)", "[1,2]", r"(0,9) \cup (9,36)", r"\begin{pmatrix}1\\2\end{pmatrix}",
+                 r"(5,\infty)", r"(-\infty, 2) \cup (3, \infty)", "5x - 7y + 11z + 4 = 0"]:
         p = _profile(gold)
-        assert p.verdict("5") is None and p.verdict("0.5") is None, (gold, p)
+        assert p.verdict("5") is False and p.verdict(r"\sqrt{2}") is False, (gold, p)
+    for gold in [r"\{1, 1\}", "[2,2]", r"\begin{pmatrix} 5 \end{pmatrix}"]:
+        assert _profile(gold).verdict("1") is None, gold
 
 
 def test_values_apart_agrees_with_math_verify():
@@ -259,16 +276,25 @@ def test_values_apart_agrees_with_math_verify():
         assert _worker_check((g, a)) == ("ok", True) == ("ok", plain_math_verify(g, a)), (g, a)
 
 
+def test_an_odd_answer_is_no_error(verifier):
+    # `x^2^3` is (x**2)**3 to latex2sympy, on which sympy's `Poly` raises: the worker's
+    # shortcut must leave it to math-verify (it was judged `error` before).
+    out = verifier.score(P("4"), [r"\boxed{x^2^3}"])
+    assert [v.outcome for v in out] == ["wrong"] and not plain_math_verify("4", "x^2^3")
+
+
 def test_profiles_decide_in_the_parent(verifier):
     # The gold's profile comes with the first batch; identical answers, plain numbers and
     # closed-form constants far from its value are then decided without a math-verify call, also
-    # in later calls. (`x = \sqrt{51}` is no closed-form constant itself: it needs a profile.)
+    # in later calls. (`\alpha = \sqrt{51}` is outside the parent's grammar, a Greek letter: it
+    # needs a profile; `x = \sqrt{51}` would not.)
     before = verifier.calls
-    gold = r"x = \sqrt{51}"
+    gold = r"\alpha = \sqrt{51}"
     out = verifier.score(P(gold), [rf"\boxed{{{gold}}}", r"\boxed{7}", r"\boxed{7.14}",
-                                   r"\boxed{-\sqrt{51}}", r"\boxed{2\sqrt{13}}", r"\boxed{x = 7}"])
+                                   r"\boxed{-\sqrt{51}}", r"\boxed{2\sqrt{13}}",
+                                   r"\boxed{\alpha = 7}"])
     assert [v.outcome for v in out] == ["correct", "wrong", "wrong", "wrong", "wrong", "wrong"]
-    assert verifier.calls - before == 2  # the profile, and the relation x = 7
+    assert verifier.calls - before == 2  # the profile, and the relation alpha = 7
     out = verifier.score(P(gold), [rf"\boxed{{{gold}}}", r"\boxed{8}", r"\boxed{0.5}",
                                    r"\boxed{\pi}"])
     assert [v.outcome for v in out] == ["correct", "wrong", "wrong", "wrong"]
@@ -277,6 +303,19 @@ def test_profiles_decide_in_the_parent(verifier):
     out = verifier.score(P(gold), [r"\boxed{7.141428}", r"\boxed{\sqrt{51}}"])
     assert [v.outcome for v in out] == ["correct", "correct"]
     assert verifier.calls - before == 4
+
+
+def test_same_parse_gets_the_gold_profile_verdict(verifier):
+    # `\dfrac` for `\frac`, `\left( \right)` for `( )`: math-verify's normalization makes them
+    # one string, so the answer gets the gold's verdict against itself, from its profile.
+    before = verifier.calls
+    gold = r"\left( 3, \frac{\pi}{2} \right)"
+    answers = [gold, r"\left( 3, \dfrac{\pi}{2} \right)", r"( 3, \frac{\pi}{2} )",
+               r"(3, \frac{\pi}{3})"]
+    out = verifier.score(P(gold), [rf"\boxed{{{a}}}" for a in answers])
+    assert [v.outcome for v in out] == ["correct"] * 3 + ["wrong"]
+    assert [plain_math_verify(gold, a) for a in answers] == [True, True, True, False]
+    assert verifier.calls - before == 2  # the profile, and the wrong tuple
 
 
 def test_closed_forms_decide_in_the_parent(verifier):

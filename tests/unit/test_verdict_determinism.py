@@ -91,12 +91,12 @@ def P(gold: str, pid: str = "p") -> Problem:
 
 
 # Each pair needs a worker (none is decided in the parent: the closed-form answers have the
-# gold's value, written otherwise, the others are no closed forms, and `x = \sqrt{2}` against
-# itself needs its gold's profile).
-HALF_A, HALF_B, HALF_WRONG = r"\frac{\sqrt{4}}{4}", r"\sqrt{0.25}", r"\frac{x}{2}"
+# gold's value, written otherwise, the others are neither closed forms nor polynomials (a Greek
+# letter is outside that grammar), and `x = \sqrt{2}` against itself needs its gold's profile).
+HALF_A, HALF_B, HALF_WRONG = r"\frac{\sqrt{4}}{4}", r"\sqrt{0.25}", r"\frac{\alpha}{2}"
 ITEMS = [(P(r"\frac{1}{2}", "half"), [rf"\boxed{{{HALF_A}}}", rf"\boxed{{{HALF_B}}}",
                                       rf"\boxed{{{HALF_WRONG}}}"]),
-         (P(r"\frac{3}{4}", "threeq"), [r"\boxed{1-\frac{1}{4}}", r"\boxed{x}"]),
+         (P(r"\frac{3}{4}", "threeq"), [r"\boxed{1-\frac{1}{4}}", r"\boxed{\alpha}"]),
          (P(r"x = \sqrt{2}", "root"), [r"\boxed{x = \sqrt{2}}"])]
 EXPECTED = [["correct", "correct", "wrong"], ["correct", "wrong"], ["correct"]]
 

@@ -1,6 +1,6 @@
-"""Random closed-form LaTeX answers, and a differential check of our parent-side rules against
-plain math-verify (issue 13: `closed_form.py` decides pairs without math-verify; this is what
-shows it decides them as math-verify would).
+"""Random closed-form LaTeX answers, polynomials, lists and equations, and a differential check
+of our parent-side rules against plain math-verify (issue 13: `closed_form.py` decides pairs
+without math-verify; this is what shows it decides them as math-verify would).
 
 `random_expr` writes expressions in the shapes models write (`3\\sqrt{13}`, `\\frac{\\sqrt{3}}{2}`,
 `2\\pi`, `(1+\\sqrt{2})^2`, `12\\pi/5`, `-\\frac{7}{4}`), with spacing and `\\left( \\right)`
@@ -8,6 +8,10 @@ variants, and also the near misses that latex2sympy reads differently (`2\\frac{
 `1/2\\pi`, `\\sqrt23`, `2^3^2`), so the check also covers what the grammar must refuse.
 `variants` gives, for one expression, answers a model might give against it as a gold: the same
 value written otherwise, and wrong ones (negated, doubled, plus one, halved).
+
+`random_poly` and `poly_variants` do the same for `closed_form.polynomials` and
+`closed_form.relation` (`6 - 5i`, `p - q`, `1, -2`, `x = 5`, and `xy`, `\\frac{1}{2}m`, `1,234`,
+`i = 5` that they must refuse), checked by `differential_polynomials`.
 
 Used by `tests/unit/test_closed_form.py` (a few hundred pairs) and `bench/verify_fuzz.py`
 (tens of thousands, with the counts printed as JSON).
@@ -111,6 +115,33 @@ def variants(x: str, rng: random.Random) -> list[str]:
             f"({x})^2", random_expr(rng)]
 
 
+def _check_pairs(out: dict, g: str, answers: list[str]) -> None:
+    """math-verify's verdict for `g` against itself, and every pair the parent decides
+    (`fast_verdict`) against a plain math-verify call, counted into `out`."""
+    from boundlab.verify.math import fast_verdict, plain_math_verify
+
+    if not plain_math_verify(g, g):
+        out["self_wrong"].append(g)
+    for a in answers:
+        out["pairs"] += 1
+        fast = fast_verdict(g, a)
+        if fast is None:
+            continue
+        out["decided"] += 1
+        out["decided_correct" if fast else "decided_wrong"] += 1
+        if fast != plain_math_verify(g, a):
+            out["verdict_mismatch"].append((g, a, fast))
+
+
+def _progress(out: dict, n_golds: int, kind: str, t0: float) -> None:
+    import time
+
+    if out["golds"] % 200 == 0:
+        print(f"  {out['golds']}/{n_golds} {kind}golds, {out['decided']} pairs decided, "
+              f"{len(out['value_mismatch'])} value / {len(out['verdict_mismatch'])} verdict "
+              f"mismatches, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+
+
 def differential(n_golds: int, seed: int = 0, progress: bool = False) -> dict:
     """For `n_golds` random expressions that `closed_form.py` accepts (and every variant of
     each): our value against math-verify's parse, math-verify's verdict for an identical answer,
@@ -123,7 +154,7 @@ def differential(n_golds: int, seed: int = 0, progress: bool = False) -> dict:
     from sympy import Basic
 
     from boundlab.verify.closed_form import closed_form_value
-    from boundlab.verify.math import _PARSE_TIMEOUT_S, fast_verdict, plain_math_verify, wrap_latex
+    from boundlab.verify.math import _PARSE_TIMEOUT_S, wrap_latex
 
     rng = random.Random(seed)
     out = {"golds": 0, "drawn": 0, "value_checked": 0, "value_mismatch": [], "self_wrong": [],
@@ -156,22 +187,238 @@ def differential(n_golds: int, seed: int = 0, progress: bool = False) -> dict:
             if not (math.isfinite(z.real) and abs(z.imag) <= 1e-12 * max(1.0, abs(z))
                     and abs(z.real - v) <= 1e-9 * max(1.0, abs(v))):
                 out["value_mismatch"].append((x, v, str(z)))
-        if not plain_math_verify(g, g):
-            out["self_wrong"].append(g)
-        for a in variants(g, rng):
-            out["pairs"] += 1
-            fast = fast_verdict(g, a)
-            if fast is None:
-                continue
-            out["decided"] += 1
-            out["decided_correct" if fast else "decided_wrong"] += 1
-            if fast != plain_math_verify(g, a):
-                out["verdict_mismatch"].append((g, a, fast))
-        if progress and out["golds"] % 200 == 0:
-            print(f"  {out['golds']}/{n_golds} golds, {out['decided']} pairs decided, "
-                  f"{len(out['value_mismatch'])} value / {len(out['verdict_mismatch'])} verdict "
-                  f"mismatches, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        _check_pairs(out, g, variants(g, rng))
+        if progress:
+            _progress(out, n_golds, "", t0)
     out["seconds"] = round(time.perf_counter() - t0, 1)
+    return out
+
+
+# Letters models use as symbols, `i` among them (a symbol to latex2sympy, real or not).
+_SYMBOLS = "xxxyzpqnmkabcrstiiii"
+
+
+def _coef(rng: random.Random) -> str:
+    return rng.choice(["", "", "2", "3", "-", "12", "\\frac{1}{2}", "\\frac{3}{4}", "\\sqrt{2}",
+                       "2\\sqrt{3}", "0.5", "\\pi ", "\\frac{\\sqrt{3}}{2}", "7", "1"])
+
+
+def _monomial(rng: random.Random) -> str:
+    x = rng.choice(_SYMBOLS)
+    k = rng.choice(["", "", "", "^2", "^{2}", "^3", "^{10}"])
+    return f"{_coef(rng)}{x}{k}"
+
+
+def random_poly(rng: random.Random) -> str:
+    """One random polynomial or list, mostly inside `closed_form.polynomials`' grammar (complex
+    numbers `6 - 5i`, `p - q`, `3x^2 - 2x + 1`, `\\frac{x}{2}`, lists `1, -2`, degrees), some
+    just outside (`xy`, `x(2)`, `dx`, `e`, `X`, `I`, `(x+1)^2`, `1,234`, `--2 + 7i`)."""
+    s = _sp(rng)
+    kind = rng.choices(["complex", "sum", "frac", "list", "degrees", "relation", "near"],
+                       weights=[20, 30, 8, 20, 6, 20, 16])[0]
+    if kind == "complex":
+        a, b = random_expr(rng, 2), rng.choice(["", "2", "5", "\\sqrt{3}", "\\frac{1}{2}", "7", "12"])
+        return rng.choice([f"{a}{s}+{s}{b}i", f"{a}{s}-{s}{b}i", f"-{a}{s}+{s}{b}i", f"{b}i",
+                           f"{b}i{s}-{s}{a}", f"-{b}i"])
+    if kind == "sum":
+        terms = [_monomial(rng) for _ in range(rng.randint(1, 3))]
+        if rng.random() < 0.6:
+            terms.append(random_expr(rng, 2))
+        out = terms[0]
+        for t in terms[1:]:
+            out += f"{s}{rng.choice('+-')}{s}{t.lstrip('-')}"
+        return out
+    if kind == "frac":
+        m = _monomial(rng).lstrip("-")
+        return rng.choice([f"\\frac{{{m}}}{{{rng.randint(2, 9)}}}", f"{m}/{rng.randint(2, 9)}",
+                           f"\\frac{{{m} + {rng.randint(1, 9)}}}{{{rng.randint(2, 9)}}}",
+                           f"{rng.randint(2, 9)} \\cdot {m}", f"({m}{s}+{s}1)"])
+    if kind == "list":
+        n = rng.randint(2, 4)
+        items = [random_expr(rng, 2) if rng.random() < 0.6 else random_poly(rng)
+                 for _ in range(n)]
+        return rng.choice([",", ", ", " , "]).join(items)
+    if kind == "degrees":
+        return rng.choice([f"{_num(rng)}^\\circ", f"{_num(rng)}^{{\\circ}}",
+                           f"-{_num(rng)}^\\circ", f"{_num(rng)}^\\circ{s}+{s}1"])
+    if kind == "relation":
+        lhs = rng.choice([rng.choice(_SYMBOLS), rng.choice(_SYMBOLS), _monomial(rng),
+                          random_poly(rng), random_expr(rng, 2)])
+        rhs = rng.choice([random_expr(rng, 1), random_expr(rng, 2), _monomial(rng),
+                          f"{_monomial(rng)}{s}+{s}{random_expr(rng, 2)}"])
+        return f"{lhs}{s}={s}{rhs}"
+    d = rng.randint(1, 9)
+    return rng.choice(["x = y = 5", "x == 5", "x <= 5", f"{d} = {d}", "x - x = 5", "1 = x",
+                       "x = 1, y = 2", "f(x) = 2", "x \\le 5", "x:=3", "xy",
+                       "2xy", f"x({d})", f"x{d}", "dx", "e", "E", "X+1", "I", "3+2I",
+                       "(x+1)^2", "x^{-1}", f"--{d} + 7i", f"1,{d}34", "x_1", "x'", "\\{1, 2\\}",
+                       "2\\frac{1}{2}x", "x^0", "x\\pi", "\\sin x", f"1,{d}", f"1 ,{d}",
+                       f"90^\\circ {d}", "\\frac{2}{x}", "\\sqrt{x}", "2^x", "x^2y", "ab", "pi",
+                       "2i^2", "i^2", "x^2^3", "3x^2 y", f"{d}x \\cdot x", f"(x)({d})",
+                       "\\text{x}", "\\mathrm{i}", f"{d}+\\mathbb{{C}}", "x, y", "i, 1"])
+
+
+def poly_variants(x: str, rng: random.Random) -> list[str]:
+    """Answers against the polynomial or list `x`: `variants`, and others that a model might
+    give: a letter or a digit changed, a list's elements reordered, one dropped or repeated."""
+    out = variants(x, rng)
+    letters = [c for c in x if c in _SYMBOLS]
+    if letters:
+        c = rng.choice(letters)
+        out.append(x.replace(c, rng.choice([y for y in "xyzpqi" if y != c]), 1))
+    digits = [i for i, c in enumerate(x) if c.isdigit()]
+    if digits:
+        i = rng.choice(digits)
+        out.append(x[:i] + str((int(x[i]) + 1) % 10) + x[i + 1:])
+    from boundlab.verify.math import split_gold
+
+    if "=" in x:
+        lhs, _, rhs = x.partition("=")
+        out += [f"{rhs}={lhs}", rhs, f"2({lhs.strip()})={rhs}", f"{lhs}={rhs}+1"]
+    else:
+        out += [f"{rng.choice('xyp')} = {x}", f"{x} = {rng.choice('xyp')}"]
+    parts = split_gold(x)
+    if len(parts) > 1:
+        out += [", ".join(reversed(parts)), ", ".join(parts[1:]), ", ".join(parts + parts[:1]),
+                ", ".join(parts[:-1] + [random_expr(rng, 2)])]
+    return out + [random_poly(rng)]
+
+
+def _as_polynomials(e) -> list[dict] | None:
+    """math-verify's parse as `closed_form.polynomials` represents it: a FiniteSet's elements
+    (or the one expression), each expanded into {monomial: complex coefficient}, symbols
+    identified by name (a complex `i` and a real one are one letter here)."""
+    from sympy import Basic, FiniteSet, Poly, Symbol, expand
+
+    items = list(e.args) if isinstance(e, FiniteSet) else [e]
+    out = []
+    for x in items:
+        if not isinstance(x, Basic):
+            return None
+        x = x.doit()
+        names = sorted({s.name for s in x.free_symbols})
+        x = x.xreplace({s: Symbol(s.name) for s in x.free_symbols})
+        if not names:
+            terms = [((), x)]
+        else:
+            gens = [Symbol(n) for n in names]
+            try:
+                terms = Poly(expand(x), *gens).terms()
+            except Exception:  # noqa: BLE001
+                return None
+        poly = {}
+        for powers, c in terms:
+            m = tuple((n, k) for n, k in zip(names, powers) if k) if names else ()
+            poly[m] = complex(c.evalf(30))
+        out.append(poly)
+    return out
+
+
+def _same_polynomials(ours: tuple, theirs: list[dict]) -> bool:
+    """Every element of each matches one of the other (a FiniteSet drops repeats)."""
+    def close(p: tuple, q: dict) -> bool:
+        a = dict(p)
+        keys = set(a) | {m for m, c in q.items() if abs(c) > 1e-12}
+        return all(abs(a.get(m, 0.0) - q.get(m, 0.0)) <= 1e-9 * max(1.0, abs(q.get(m, 0.0)))
+                   for m in keys)
+
+    return (all(any(close(p, q) for q in theirs) for p in ours)
+            and all(any(close(p, q) for p in ours) for q in theirs))
+
+
+def differential_polynomials(n_golds: int, seed: int = 0, progress: bool = False) -> dict:
+    """`differential` for `closed_form.polynomials` and `closed_form.relation`: for `n_golds`
+    random polynomials, lists and equations they accept (`random_poly`), and every variant of
+    each (`poly_variants`): our polynomials (an equation's sides) against math-verify's parse, math-verify's verdict for an identical answer, and every pair
+    the parent decides (`fast_verdict`) against a plain math-verify call."""
+    import time
+
+    from math_verify import parse
+    from math_verify.grader import is_assignment_relation
+    from sympy import Basic, Eq
+
+    from boundlab.verify.closed_form import polynomials, relation
+    from boundlab.verify.math import _PARSE_TIMEOUT_S, wrap_latex
+
+    rng = random.Random(seed)
+    out = {"golds": 0, "drawn": 0, "value_checked": 0, "value_mismatch": [], "self_wrong": [],
+           "pairs": 0, "decided": 0, "decided_correct": 0, "decided_wrong": 0,
+           "verdict_mismatch": []}
+    t0 = time.perf_counter()
+    while out["golds"] < n_golds:
+        g = random_poly(rng)
+        out["drawn"] += 1
+        if polynomials(g) is None and relation(g) is None:
+            continue
+        out["golds"] += 1
+        answers = poly_variants(g, rng)
+        for x in [g] + answers:
+            ours, rel = polynomials(x), relation(x)
+            if ours is None and rel is None:
+                continue
+            exprs = [e for e in parse(wrap_latex(x), parsing_timeout=_PARSE_TIMEOUT_S)
+                     if isinstance(e, Basic)]
+            out["value_checked"] += 1
+            if rel is not None:
+                # An Eq whose sides are ours, and an assignment to math-verify where we say so.
+                e = exprs[0] if len(exprs) == 1 else None
+                ok = (isinstance(e, Eq) and _same_polynomials((rel[0],), _as_polynomials(e.lhs) or [])
+                      and _same_polynomials((rel[1],), _as_polynomials(e.rhs) or [])
+                      and (not rel[2] or is_assignment_relation(e)))
+                if not ok:
+                    out["value_mismatch"].append((x, str(rel), str(exprs)))
+                continue
+            theirs = _as_polynomials(exprs[0]) if len(exprs) == 1 else None
+            if theirs is None or not _same_polynomials(ours, theirs):
+                out["value_mismatch"].append((x, str(ours), str(exprs)))
+        _check_pairs(out, g, answers)
+        if progress:
+            _progress(out, n_golds, "polynomial ", t0)
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    return out
+
+
+def rewritten(x: str) -> list[str]:
+    """`x` as a model might rewrite it without changing what math-verify's normalization makes
+    of it, or with a change it does not undo: `\\dfrac`, `\\left( \\right)`, `\\!`, a unit
+    word, spacing."""
+    out = [x.replace("\\frac", "\\dfrac"), x.replace("\\frac", "\\tfrac"), f" {x}  ",
+           x.replace("(", "\\left(").replace(")", "\\right)"), x.replace(",", ",\\!"),
+           f"{x} \\text{{ cm}}", f"{x}\\text{{ cents}}", f"{x} units", x.replace(" ", ""),
+           x.replace("\\dfrac", "\\frac"), x.replace("{", "{ ")]
+    return [y for y in dict.fromkeys(out) if y != x]
+
+
+def same_parse_check(strings: list[str]) -> dict:
+    """`math.same_parse` against math-verify: for each string `s` (and its `rewritten` forms)
+    that `parse_text` reads, math-verify's parse of `$s$` returns `parse_text(s)` as its string
+    (its extraction took the whole of `s`), and two strings with the same `parse_text` get equal
+    parses (expression and string). Returns the counts and every failure."""
+    from math_verify import parse
+
+    from boundlab.verify.math import _PARSE_TIMEOUT_S, parse_text, wrap_latex
+
+    out = {"strings": 0, "read": 0, "same_text_pairs": 0, "text_mismatch": [],
+           "parse_mismatch": []}
+    for g in strings:
+        group: dict[str, list] = {}
+        for x in [g] + rewritten(g):
+            out["strings"] += 1
+            t = parse_text(x)
+            if t is None:
+                continue
+            out["read"] += 1
+            p = parse(wrap_latex(x), parsing_timeout=_PARSE_TIMEOUT_S)
+            strs = [y for y in p if isinstance(y, str)]
+            if strs != [t]:
+                out["text_mismatch"].append((x, t, strs))
+                continue
+            group.setdefault(t, []).append((x, p))
+        for same in group.values():
+            for x, p in same[1:]:
+                out["same_text_pairs"] += 1
+                if p != same[0][1]:
+                    out["parse_mismatch"].append((same[0][0], x, str(same[0][1]), str(p)))
     return out
 
 
@@ -184,7 +431,11 @@ TRAP_GOLDS = [r"\text{pi}", r"\text{sqrt(2)}", r"\mathrm{pi}", r"x = \pi", r"y =
               r"\sqrt{2}\%", r"2\sqrt{2}^\circ", r"\frac{\pi}{2}\text{ rad}", r"\frac12", "2^10",
               r"2\frac{1}{2}", "2(3)", r"1/2\pi", r"\sqrt23", r"0.5\pi", r"\sin 30^\circ",
               r"\log 2", "e^{2}", r"\frac{1}{\sqrt{2}}", r"\sqrt{2}/2", r"\dfrac{\sqrt{3}}{2}",
-              "0.333333", "1/3", r"\frac{1}{3}"]
+              "0.333333", "1/3", r"\frac{1}{3}",
+              # polynomials, lists and equations read in the parent, and their traps
+              "y = 2x + 1", "2x = 5", "i = 5", "x = 5 + i", r"\frac{1}{2}m", "x + t", "1,234",
+              "1, 234", "x - x + 5", "3x^2 - 2x + 1", r"\frac{\sqrt{3}}{2}i", "5 = 5", "x = x",
+              r"-\frac{1}{2} + \frac{\sqrt{3}}{2}i", "a, b", "2, x"]
 
 
 def end_to_end(golds: list[str], answers_per_gold: int = 20, seed: int = 0,
@@ -203,11 +454,16 @@ def end_to_end(golds: list[str], answers_per_gold: int = 20, seed: int = 0,
     from boundlab.verify.extract import extract_math_answer
     from boundlab.verify.math import MathVerifier, plain_math_verify
 
+    from boundlab.verify.closed_form import polynomials, relation
+
     rng = random.Random(seed)
     items = []
     for i, g in enumerate(golds):
-        answers = list(dict.fromkeys(variants(g, rng) + [random_expr(rng)
-                                                        for _ in range(answers_per_gold)]))
+        answers = variants(g, rng) + [random_expr(rng) for _ in range(answers_per_gold)]
+        if polynomials(g) is not None or relation(g) is not None:
+            answers += poly_variants(g, rng) + [random_poly(rng)
+                                                for _ in range(answers_per_gold // 2)]
+        answers = list(dict.fromkeys(answers))
         items.append((Problem(f"fuzz-{i}", "", g),
                       [f"So the answer is \\boxed{{{a}}}." for a in answers]))
     v = MathVerifier(workers=workers)

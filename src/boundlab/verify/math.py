@@ -33,10 +33,16 @@ math-verify itself on grids of traps in tests/unit/test_math_verifier.py:
   string gets that verdict), the gold's value when it is a small closed-form constant (`\\pi`,
   `3\\sqrt{13}`, the right side of `x = 5`), and whether no single number can ever equal it (a
   tuple, a set of several distinct constants, a non-constant polynomial such as `p - q`, a symbol
-  such as `\\text{Evelyn}`). With it, the parent decides an identical answer, and a plain number
-  against such a gold (`wrong` when the values are apart as above), unless one of the gold's
-  strings could equal a number's (math-verify compares the strings too). `_gold_profile` says
-  why each case is math-verify's own conclusion.
+  such as `\\text{Evelyn}`, a matrix, an interval, an equation that is no assignment). With it,
+  the parent decides an identical answer, and a plain number against such a gold (`wrong` when
+  the values are apart as above), unless the number's `parse_text` is one of the gold's strings
+  (math-verify compares the strings too). `_gold_profile` says why each case is math-verify's
+  own conclusion.
+- **The same parse** (`same_parse`, `parse_text`): math-verify normalizes `$s$` before parsing
+  (`\\dfrac` is `\\frac`, `\\left(` is `(`, `\\frac43` is `\\frac{4}{3}`, units dropped), and its
+  parse, expression and string, is a function of the normalized text. `parse_text` computes that
+  text here (math-verify's own `normalize_latex`, no parse); an answer with the gold's gets the
+  gold's verdict against itself (its profile's, or `True` for a gold in the grammar below).
 - **Closed-form constants** (`closed_form_verdict`, in the parent, no parse): `closed_form.py`
   reads the expressions whose value latex2sympy agrees on (`3\\sqrt{13}`, `-\\frac{\\sqrt{3}}{2}`,
   `2\\pi`, `(1+\\sqrt{2})^2`, `12\\pi/5`; not `2\\frac{1}{2}`, `2(3)` or `1/2\\pi`, which it reads
@@ -45,6 +51,14 @@ math-verify itself on grids of traps in tests/unit/test_math_verifier.py:
   is decided like a plain number (`apart_any` for a tuple, a set, a polynomial; never against a
   symbol, or a gold one of whose strings is itself a closed form). A gold that is a closed form
   is never profiled. `bench/verify_fuzz.py` checks the rules at scale.
+- **Polynomials, lists and equations** (`polynomial_verdict`, `relation_verdict`, in the parent,
+  no parse): `closed_form.polynomials` also reads polynomials in single-letter symbols (`6 - 5i`,
+  `p - q`, `3x^2 - 2x + 1`), top-level lists of them and of constants (`1, -2`, a FiniteSet), and
+  `closed_form.relation` equations of them (`x = 5`, `2x = 5`). The same string is correct;
+  lists one of whose elements differs from every element of the other are wrong; an equation is
+  compared as math-verify compares it (an assignment gold by its right side, an equation answer
+  against a gold that is none by its right side, two equations linear in one letter by their
+  sides and roots). Such a gold is never profiled either.
 - **Self-verdicts from strings**: a profiled gold whose parse holds a non-empty string gets
   `True` for an identical answer without running `verify`, which is what `verify` returns for
   it (it accepts any pair of items that are equal non-empty strings).
@@ -95,7 +109,10 @@ from typing import Any, Callable, Iterator, Sequence
 
 from boundlab.tasks.base import Problem
 from boundlab.verify.base import Verdict, Verifier
-from boundlab.verify.closed_form import closed_form_value
+from boundlab.verify.closed_form import (closed_form_value, difference, linear_root,
+                                        lists_differ, negated, polynomials,
+                                        polynomials_differ, relation)
+from boundlab.verify.closed_form import far_apart as _far_apart
 from boundlab.verify.extract import MAX_ANSWER_CHARS, MODES, Extraction, _patterns, extract
 from boundlab.verify.normalize import normalize_answer
 from boundlab.verify.pool import CRASH, TIMEOUT, DeadlinePool
@@ -228,12 +245,6 @@ def plain_number(s: str) -> tuple[Fraction, bool] | None:
     return (-x if sign else x), dec
 
 
-def _far_apart(x: complex | Fraction, y: complex | Fraction) -> bool:
-    """|x - y| beyond anything math-verify's comparison of two numbers can call equal: 6 decimal
-    places (`float_rounding=6`) and a 53-bit float's relative error, with a wide margin."""
-    return abs(x - y) > 1e-5 + 1e-9 * max(abs(x), abs(y))
-
-
 def small_number_verdict(gold: str, answer: str) -> bool | None:
     """Two plain numbers (decimal or `m \\times 10^{k}`), one of them below 1e-3 in magnitude:
     equal to 6 significant digits (verifier version 3, where this departs from math-verify on
@@ -266,11 +277,48 @@ def fast_verdict(gold: str, answer: str) -> bool | None:
         return small
     xg, ya = plain_number(g), plain_number(a)
     if xg is None or ya is None:
-        return closed_form_verdict(g, a)
+        verdict = closed_form_verdict(g, a)
+        return verdict if verdict is not None else polynomial_verdict(g, a)
     (x, x_dec), (y, y_dec) = xg, ya
     if x == y or not (x_dec or y_dec):
         return x == y
     return False if _far_apart(x, y) else None
+
+
+# What could make math-verify's extraction of `$s$` other than the whole of `s`.
+_ENVIRONMENTS = ("$", "\\boxed", "\\fbox", "\\[", "\\]", "\\(", "\\)")
+
+
+@lru_cache(maxsize=1)
+def _normalization() -> Any:
+    from math_verify.parser import LatexExtractionConfig
+
+    return LatexExtractionConfig().normalization_config
+
+
+@lru_cache(maxsize=1 << 16)
+def parse_text(s: str) -> str | None:
+    """The LaTeX that math-verify hands its parser for `$s$`: its normalization of `s`
+    (`\\dfrac` is `\\frac`, `\\left(` is `(`, `\\frac43` is `\\frac{4}{3}`, `\\!` and units
+    dropped), which is also the string its parse returns. None where its extraction could take
+    less than the whole of `s` (a `$`, a box, `\\[`, `\\(`) or the result is empty."""
+    s = s.strip()
+    if not s or any(t in s for t in _ENVIRONMENTS):
+        return None
+    from latex2sympy2_extended.math_normalization import normalize_latex
+
+    return normalize_latex(s, _normalization()) or None
+
+
+def same_parse(gold: str, answer: str) -> bool:
+    """math-verify parses the two alike: the same string, or the same `parse_text`. Its parse
+    of `$s$` is a function of that text (the extraction takes the whole of `s`, normalizes it,
+    and both the expression and the string it returns come from the result), so the pair gets
+    the verdict of the gold against itself."""
+    if wrap_latex(answer) == wrap_latex(gold):
+        return True
+    t = parse_text(gold)
+    return t is not None and t == parse_text(answer)
 
 
 def closed_form_verdict(gold: str, answer: str) -> bool | None:
@@ -289,13 +337,73 @@ def closed_form_verdict(gold: str, answer: str) -> bool | None:
         return None
     if wrap_latex(answer) == wrap_latex(gold):
         return True
-    return False if _far_apart(vg, va) else None
+    if _far_apart(vg, va):
+        return False
+    return True if same_parse(gold, answer) else None
 
 
-# Characters of every string math-verify's parse gives for a plain number (`$5$` -> `5`,
-# `$1/2$` -> `\frac{1}{2}`, `\dfrac` -> `\frac`): a gold string made of these alone might equal
-# an answer's, and math-verify also compares the two strings.
-_NUMBERISH = frozenset("0123456789.-+/\\{}fracdt ")
+def polynomial_verdict(gold: str, answer: str) -> bool | None:
+    """Gold and answer both polynomials in single-letter symbols (`6 - 5i`, `p - q`, `3x^2+1`)
+    or top-level lists of them and of closed-form constants (`1, -2`, a FiniteSet), read by
+    `closed_form.polynomials` as latex2sympy reads them: the same string is correct; lists
+    apart (an element of one differs from every element of the other by a coefficient
+    `_far_apart`) are wrong: math-verify's every comparison then fails. Its structural and
+    string ones need equal expressions. Its set ones (equality, an empty symmetric difference,
+    element by element after sorting) need every element matched. Its symbol one compares
+    `str`, and a differing polynomial prints otherwise. Its numeric one (`(g - a).evalf(chop=True)
+    == 0`, rounding when one side is a number) and its symbolic one (`simplify(g - a).is_zero`)
+    need the difference to vanish. A symbol's `real` assumption (latex2sympy makes every symbol
+    of a string with a standalone `i` complex) only splits symbols further, which cannot make a
+    non-zero difference vanish. Anything else goes to math-verify."""
+    pg = polynomials(gold)
+    if pg is None:
+        return None if "=" not in gold else relation_verdict(gold, answer)
+    pa = polynomials(answer)
+    if pa is None:
+        return None if "=" not in answer else relation_verdict(gold, answer)
+    if wrap_latex(answer) == wrap_latex(gold):
+        return True
+    if lists_differ(pg, pa):
+        return False
+    return True if same_parse(gold, answer) else None
+
+
+def relation_verdict(gold: str, answer: str) -> bool | None:
+    """Equations `lhs = rhs` of polynomials (`closed_form.relation`), on either side or both, as
+    math-verify's `sympy_expr_eq` takes them (the same string is correct; else only `wrong` is
+    decided, and only where its every comparison fails; the two strings differ, one holding an
+    `=` the other lacks, or equal strings would parse to equal equations):
+    - an equation answer against a gold that is none (a polynomial or a list): math-verify
+      compares the gold with the answer's right side;
+    - an assignment gold (`x = 5`, the left side a bare letter) against an answer that is no
+      equation: math-verify compares the right side with the answer;
+    - both equations, each linear in one letter (`x = 5` against `2x = 5`): math-verify compares
+      `lhs - rhs` of both, and of one with the other flipped, then solves both (a solution for
+      another letter, or one `_far_apart`, cannot match). Any other pair of equations (several
+      letters, `x + y = 5`, whose solutions `solve` may find equal) goes to math-verify, as do
+      a non-assignment gold (`2x = 5`, which it turns into a set against a list) against an
+      answer that is no equation, and equal sides written otherwise."""
+    rg, ra = relation(gold), relation(answer)
+    if rg is None and ra is None:
+        return None
+    if rg is not None and ra is not None:
+        if wrap_latex(answer) == wrap_latex(gold):
+            return True
+        dg, da = difference(rg[0], rg[1]), difference(ra[0], ra[1])
+        xg, xa = linear_root(dg), linear_root(da)
+        if xg is None or xa is None:
+            return None
+        apart = xg[0] != xa[0] or _far_apart(xg[1], xa[1])
+        if apart and polynomials_differ(dg, da) and polynomials_differ(dg, negated(da)):
+            return False
+        return True if same_parse(gold, answer) else None
+    if ra is not None:  # the gold is no equation
+        pg = polynomials(gold)
+        return None if pg is None or not lists_differ(pg, (ra[1],)) else False
+    pa = polynomials(answer)
+    if pa is None or not rg[2]:
+        return None
+    return False if lists_differ((rg[1],), pa) else None
 
 
 @dataclass(frozen=True)
@@ -303,58 +411,71 @@ class GoldProfile:
     """What a worker learned about a gold once (`_gold_profile`), for deciding pairs here.
 
     `self_verdict`: math-verify's verdict for an answer identical to the gold (parse is
-    deterministic, so an identical string gets an identical parse). `value`: the value of the
-    gold's expression when it is a closed-form constant (a plain-number answer whose value is
-    `_far_apart` from it is wrong); `apart`: no single plain number is ever equal to the gold (a
-    tuple, a set of several distinct constants, a non-constant polynomial: see `_gold_profile`);
-    `numberish`: a string of the gold's parse could equal a plain number's, so neither rule
-    applies. The same two rules for an answer that is a closed-form constant (`closed_form.py`:
-    `\\sqrt{2}`, `2\\pi`), with `apart_any` for `apart`, unless `grammarish`: a string of the
-    gold's parse is itself such a constant, and could equal the answer's string."""
+    deterministic, so an identical string gets an identical parse), and for one with the same
+    `parse_text` as the gold's `text` (`same_parse`). `value`: the value of the gold's expression
+    when it is a closed-form constant (a plain-number answer whose value is `_far_apart` from it
+    is wrong); `apart`: no single plain number is ever equal to the gold (a tuple, a set of
+    several distinct constants, a non-constant polynomial, a matrix, an interval: see
+    `_gold_profile`). The same two rules for an answer that is a closed-form constant
+    (`closed_form.py`: `\\sqrt{2}`, `2\\pi`), with `apart_any` for `apart`. `strings`: the
+    gold's parse's strings; math-verify also compares them with the answer's, its `parse_text`,
+    so neither rule applies to an answer whose `parse_text` is one of them."""
 
     wrapped: str
     self_verdict: bool
     value: complex | None
     apart: bool
-    numberish: bool
+    strings: tuple[str, ...] = ()
     apart_any: bool = False
-    grammarish: bool = True
+    text: str | None = None
 
     def verdict(self, answer: str) -> bool | None:
         if wrap_latex(answer) == self.wrapped:
             return self.self_verdict
+        verdict = self._by_value(answer)
+        if verdict is None and self.text is not None and parse_text(answer) == self.text:
+            return self.self_verdict
+        return verdict
+
+    def _by_value(self, answer: str) -> bool | None:
         n = plain_number(answer)
         if n is not None:
-            if self.numberish or (self.value is None and not self.apart):
+            x, apart = complex(n[0]), self.apart
+        else:
+            v = closed_form_value(answer)
+            if v is None:
                 return None
-            if self.apart:
-                return False
-            return False if _far_apart(self.value, complex(n[0])) else None
-        if self.numberish or self.grammarish or (self.value is None and not self.apart_any):
+            x, apart = complex(v), self.apart_any
+        if self.value is None and not apart:
             return None
-        v = closed_form_value(answer)
-        if v is None:
+        t = parse_text(answer)
+        if t is None or t in self.strings:
             return None
-        if self.apart_any:
+        if apart:
             return False
-        return False if _far_apart(self.value, complex(v)) else None
+        return False if _far_apart(self.value, x) else None
 
 
 def may_use_profile(gold: str, answer: str) -> bool:
     """A gold profile could decide this pair (see `GoldProfile.verdict`). Never for a gold that
-    is itself a closed-form constant: `closed_form_verdict` has decided whatever a profile could."""
-    if closed_form_value(gold) is not None:
+    is itself a closed-form constant, a polynomial or an assignment `x = ...`:
+    `closed_form_verdict`, `polynomial_verdict` and `relation_verdict` have decided whatever a
+    profile could (a profile decides other equations: no number equals one)."""
+    if polynomials(gold) is not None:
         return False
-    return (wrap_latex(answer) == wrap_latex(gold) or plain_number(answer) is not None
-            or closed_form_value(answer) is not None)
+    rg = relation(gold)
+    if rg is not None and rg[2]:  # an assignment: `relation_verdict` decides what a profile would
+        return False
+    return (plain_number(answer) is not None or closed_form_value(answer) is not None
+            or same_parse(gold, answer))
 
 
 def profile_from(gold: str, res: tuple) -> GoldProfile:
     """The parent's `GoldProfile` from a worker's answer to a profile call (`_worker_check`)."""
     _, self_ok, value, apart, strings, apart_any = res
     return GoldProfile(wrap_latex(gold), self_ok, value, apart,
-                       any(st.strip() and set(st.strip()) <= _NUMBERISH for st in strings),
-                       apart_any, any(closed_form_value(st) is not None for st in strings))
+                       tuple(st.strip() for st in strings if st.strip()), apart_any,
+                       parse_text(gold))
 
 
 def _worker_init() -> None:
@@ -456,7 +577,7 @@ def _worker_check(arg: tuple) -> tuple:
         # are a pair it accepts (grader.verify, `compare_single_extraction`); the sympy pairs
         # before it can only add a True, and an error or timeout in them is caught there.
         return ("ok", True, *_gold_profile(g))
-    if answer is not None and _values_apart(gold, g, answer, a):
+    if answer is not None and _shortcut_apart(gold, g, answer, a):
         return ("ok", False)
     ok, expired, cpu = _timed(lambda: verify(g, a, timeout_seconds=verify_s),
                               verify_s, _VERIFY_TIMEOUT_S if retry else None)
@@ -465,6 +586,15 @@ def _worker_check(arg: tuple) -> tuple:
     if answer is None:
         return ("ok", bool(ok), *_gold_profile(g))
     return ("ok", bool(ok))
+
+
+def _shortcut_apart(gold: str, g: list, answer: str, a: list) -> bool:
+    """`_values_apart`, where sympy failing on an odd expression (`Poly` of `(x**2)**3`, from
+    `x^2^3`, raises) means no shortcut: math-verify decides, and the pair is no `error`."""
+    try:
+        return _values_apart(gold, g, answer, a)
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def _values_apart(gold: str, g: list, answer: str, a: list) -> bool:
@@ -547,20 +677,38 @@ def _gold_profile(parsed: list) -> tuple[complex | None, bool, tuple[str, ...], 
       constants of distinct values (its symmetric difference with {n} is never empty); a
       non-constant polynomial (`_polynomial`: `g - n` is never zero, and rounding it raises); a
       Symbol whose name holds a character no number's `str` has (the symbols' comparison is
-      `str(g) == str(n)`);
-    - anything else (relations, percents, intervals, other functions...): math-verify decides.
+      `str(g) == str(n)`); a matrix of two or more entries (no Set, Tuple or relation: its
+      structural comparison with a number is False, its numeric one compares it with the
+      number as a whole, and `Matrix - n` raises in the symbolic one); an interval of positive
+      length, or a union of such (sympy_compare_sets: not equal to {n}, their symmetric
+      difference is not empty, and an open interval is compared element-wise only with a
+      pair); a relation that is no assignment (`2x + y = 4`, `x > 5`: math-verify unwraps
+      only an assignment, and a relation's structural comparison with a number is False, its
+      numeric and symbolic ones raise);
+    - anything else (percents, other functions...): math-verify decides.
     `strings`: the parse's strings, which math-verify also compares as strings. `apart_any`:
     `apart` holds against any closed-form constant too (`closed_form.py`'s `3\\sqrt{13}`, `2\\pi`):
-    the same reasons hold for a tuple, a set and a polynomial, but not for a symbol, whose
-    comparison is by `str`, and `str` of a constant can hold letters (`sqrt(2)`, `pi`)."""
-    from sympy import Basic, FiniteSet, Symbol, Tuple
+    the same reasons hold for a tuple, a set, a polynomial, a matrix, an interval and a
+    relation, but not for a symbol, whose comparison is by `str`, and `str` of a constant can
+    hold letters (`sqrt(2)`, `pi`)."""
+    from sympy import Basic, FiniteSet, Interval, MatrixBase, Symbol, Tuple, Union, true
+    from sympy.core.relational import Relational
 
     strings = tuple(x for x in parsed if isinstance(x, str))
-    exprs = [x for x in parsed if isinstance(x, Basic)]
+    exprs = [x for x in parsed if isinstance(x, (Basic, MatrixBase))]
     if len(exprs) != 1:
         return None, False, strings, False
     try:
         e = _gold_side(exprs[0])
+        if isinstance(e, Relational):  # an equation that is no assignment, an inequality
+            return None, True, strings, True
+        if isinstance(e, MatrixBase):
+            return None, len(e) >= 2, strings, len(e) >= 2
+        if isinstance(e, Interval) or (isinstance(e, Union)
+                                       and all(isinstance(x, Interval) for x in e.args)):
+            wide = all((x.end > x.start) is true  # `measure.is_positive` is False for oo
+                       for x in (e.args if isinstance(e, Union) else [e]))
+            return None, wide, strings, wide
         if isinstance(e, Tuple):
             return None, len(e) >= 2, strings, len(e) >= 2
         if isinstance(e, FiniteSet):
