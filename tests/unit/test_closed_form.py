@@ -222,3 +222,17 @@ def test_same_parse_against_math_verify():
     out = same_parse_check(golds)
     assert out["text_mismatch"] == [] and out["parse_mismatch"] == []
     assert out["read"] > 0.9 * out["strings"] and out["same_text_pairs"] > 250
+
+
+def test_parse_text_refuses_what_would_backtrack():
+    """math-verify's normalization backtracks over runs of whitespace (its unit regex): the
+    parent, which has no deadline, never runs it on such a string."""
+    import time
+
+    from boundlab.verify.math import parse_text
+
+    slow = "1" + " " * 510 + "x"
+    t = time.perf_counter()
+    assert parse_text(slow) is None and parse_text("x" * 300) is None
+    assert time.perf_counter() - t < 0.05
+    assert parse_text(r"\dfrac{1}{2}") == r"\frac{1}{2}" and parse_text(r"\left( 1, 2 \right)") == "( 1, 2 )"

@@ -285,6 +285,8 @@ def fast_verdict(gold: str, answer: str) -> bool | None:
     return False if _far_apart(x, y) else None
 
 
+# `parse_text` reads strings up to this long, with at most this much whitespace (under 1 ms each).
+_TEXT_MAX, _TEXT_SPACES = 200, 20
 # What could make math-verify's extraction of `$s$` other than the whole of `s`.
 _ENVIRONMENTS = ("$", "\\boxed", "\\fbox", "\\[", "\\]", "\\(", "\\)")
 
@@ -301,9 +303,13 @@ def parse_text(s: str) -> str | None:
     """The LaTeX that math-verify hands its parser for `$s$`: its normalization of `s`
     (`\\dfrac` is `\\frac`, `\\left(` is `(`, `\\frac43` is `\\frac{4}{3}`, `\\!` and units
     dropped), which is also the string its parse returns. None where its extraction could take
-    less than the whole of `s` (a `$`, a box, `\\[`, `\\(`) or the result is empty."""
+    less than the whole of `s` (a `$`, a box, `\\[`, `\\(`) or the result is empty, and for a
+    string longer than `_TEXT_MAX` or with more than `_TEXT_SPACES` whitespace characters: the
+    normalization's unit and `and`/`or` regexes backtrack over runs of whitespace (a 512-character
+    answer of spaces took 0.4 s), and here, unlike in a worker, no deadline would stop them."""
     s = s.strip()
-    if not s or any(t in s for t in _ENVIRONMENTS):
+    if (not s or len(s) > _TEXT_MAX or any(t in s for t in _ENVIRONMENTS)
+            or sum(ch.isspace() for ch in s) > _TEXT_SPACES):
         return None
     from latex2sympy2_extended.math_normalization import normalize_latex
 
