@@ -237,8 +237,9 @@ def _report_probe_share(logger: Any, probe_s: float, wall_s: float) -> None:
     share = probe_s / wall_s if wall_s > 0 else 0.0
     print(f"[boundlab] inline probing took {probe_s:.0f} s of this process's {wall_s:.0f} s wall "
           f"({share:.0%}); train.probe_mode=detached moves it to a watcher process", flush=True)
-    logger.update_summary({"probe/inline_seconds": round(probe_s, 2), "probe/inline_share": round(share, 4),
-                           "run/wall_seconds": round(wall_s, 2)})
+    # Milliseconds: at 0.01 s a short run's share, recomputed from the two, was off by 1e-3.
+    logger.update_summary({"probe/inline_seconds": round(probe_s, 3), "probe/inline_share": round(share, 4),
+                           "run/wall_seconds": round(wall_s, 3)})
 
 
 def _print_boundary(tracker: Any) -> None:
