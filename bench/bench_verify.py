@@ -14,7 +14,13 @@ every sample of an answer.
                                  [--warmup 40] [--floor]
 
 `--problems 500` (with `--warmup 0`) is the whole of MATH500 at n = 256, 128,000 answers per mix:
-what one full probe verifies, with the first-use costs of fresh workers spread over all of it.
+what one full probe verifies, with what fresh workers pay the first time they meet an answer shape
+spread over all of it.
+
+Both sides start warm the same way, outside the timing: math-verify imported and `WARMUP_SHAPES`
+parsed (`_worker_init`), here for plain and in our workers' fork server (`math_preload`) for ours;
+`ours_worker_startup_seconds` is the wall time until our workers are ready (in the first mix, it
+includes starting the fork server, once per process).
 
 Both sides are timed in wall clock and in CPU seconds (ours: the parent's and the workers'; on a
 loaded machine the CPU ratio moves less). `--floor` also times math-verify alone on the calls ours
@@ -117,8 +123,8 @@ def run(scenario: str, args: argparse.Namespace, problems: list[Problem]) -> dic
     # Plain: extract, then one math-verify call (parse gold, parse answer, verify) per answer.
     # math-verify's own parse cache starts empty for each mix.
     parse_latex_cached.cache_clear()
-    # Import and warm up outside the timing, exactly as each of our workers does when it starts
-    # (`_worker_init`: `1` against `1`).
+    # Import and warm up outside the timing, exactly as each of our workers has when it starts
+    # (`_worker_init`: math-verify imported, `WARMUP_SHAPES` parsed, no parse kept).
     _worker_init()
     parse_latex_cached.cache_clear()
     for p, comps in warm:
@@ -172,6 +178,7 @@ def run(scenario: str, args: argparse.Namespace, problems: list[Problem]) -> dic
         "plain_seconds": round(plain_s, 3), "plain_answers_per_s": round(total / plain_s, 1),
         "ours_seconds": round(ours_s, 3), "ours_answers_per_s": round(total / ours_s, 1),
         "ours_worker_startup_seconds": round(startup_s, 3),
+        "ours_worker_start_method": v.pool._ctx.get_start_method(),
         "speedup": round(plain_s / ours_s, 1),
         # CPU seconds (ours: the parent's and the workers'), which a loaded machine moves less
         # than wall time; /proc counts whole clock ticks (10 ms).
@@ -201,7 +208,8 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=0,
                     help="this many other problems (same mix) checked by both sides before the "
                          "timing: a probe's verifier lives on, so its workers are warm; 0 times "
-                         "fresh ones, which pay math-verify's first-use costs in each worker")
+                         "fresh ones (forked warm, but meeting every gold and answer shape for the "
+                         "first time)")
     ap.add_argument("--floor", action="store_true",
                     help="also time math-verify alone on the distinct pairs ours checks (see "
                          "math_verify_floor): what bounds the speed-up")

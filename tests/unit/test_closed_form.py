@@ -236,3 +236,21 @@ def test_parse_text_refuses_what_would_backtrack():
     assert parse_text(slow) is None and parse_text("x" * 300) is None
     assert time.perf_counter() - t < 0.05
     assert parse_text(r"\dfrac{1}{2}") == r"\frac{1}{2}" and parse_text(r"\left( 1, 2 \right)") == "( 1, 2 )"
+
+
+def test_parse_text_takes_an_integer_as_it_is():
+    """`parse_text` returns an integer without running math-verify's normalization: that
+    normalization leaves every integer as it is (checked here on math-verify's own function), but
+    not every decimal (`0.5` becomes `\\frac{1}{2}`), which therefore still goes through it."""
+    import random
+
+    from latex2sympy2_extended.math_normalization import normalize_latex
+
+    from boundlab.verify.math import _normalization, parse_text
+
+    rng = random.Random(0)
+    ints = ([str(i) for i in range(-300, 1200)] + ["007", "-00", "10000000000000000000000"]
+            + [str(rng.randint(-10**15, 10**15)) for _ in range(500)])
+    assert [s for s in ints if normalize_latex(s, _normalization()) != s] == []
+    assert [s for s in ints if parse_text(f" {s} ") != s] == []
+    assert parse_text("0.5") == normalize_latex("0.5", _normalization()) == r"\frac{1}{2}"

@@ -365,3 +365,26 @@ def test_minerva_problems_carry_the_tolerance():
     assert MINERVA_REL_TOL == 1e-4 and {p.meta["rel_tol"] for p in task.problems} == {1e-4}
     assert all("rel_tol" not in p.meta for p in TASKS.get("math500")(None).problems)
 
+
+def test_warmup_shapes_parse_and_are_no_benchmark_gold():
+    """The shapes a worker parses before it takes work (`WARMUP_SHAPES`) stand for kinds of
+    answer: none of those a worker would ever see (the parent decides plain numbers and closed
+    forms) is a gold of a vendored benchmark, so a benchmark of the verifier gains nothing from
+    having parsed its own golds. Each one parses, or it would warm nothing."""
+    import boundlab.builtins  # noqa: F401 - registers the tasks
+    from math_verify import parse
+
+    from boundlab.tasks import TASKS
+    from boundlab.verify.closed_form import closed_form_value
+    from boundlab.verify.math import WARMUP_SHAPES, plain_number, wrap_latex
+
+    golds = {p.answer.strip() for name in ("math500", "gsm8k", "minerva", "olympiadbench",
+                                           "aime24", "aime25", "amc23")
+             for p in TASKS.get(name)(None).problems}
+    assert len(golds) > 1000
+    reach_a_worker = [s for s in WARMUP_SHAPES
+                      if plain_number(s) is None and closed_form_value(s) is None]
+    assert len(reach_a_worker) > 30
+    assert [s for s in reach_a_worker if s in golds] == []
+    assert [s for s in WARMUP_SHAPES if not parse(wrap_latex(s))] == []
+

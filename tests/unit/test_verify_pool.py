@@ -86,3 +86,38 @@ def test_batches_cut_large_groups_and_keep_small_ones_whole():
     assert [len(b) for b in batches] == [13] * 6 + [12, 10]
     assert sorted(i for b in batches for i in b) == list(range(100))
     assert list(pool._batches(5, None)) == [[0, 1, 2, 3, 4]]
+
+
+
+def _warm_state(sleep_s: float) -> tuple[bool, bool, int]:
+    """In a worker, after sleeping: has math-verify been imported, have the warm-up shapes been
+    parsed, and which process is this?"""
+    import sys
+
+    time.sleep(sleep_s)
+    math = sys.modules.get("boundlab.verify.math")
+    return "math_verify" in sys.modules, bool(math is not None and math._warm), os.getpid()
+
+
+@pytest.mark.skipif("forkserver" not in __import__("multiprocessing").get_all_start_methods(),
+                    reason="no forkserver on this platform")
+def test_preloaded_workers_are_forked_warm_and_spawned_ones_are_not():
+    # The math verifier's workers come from a fork server that imported math-verify and parsed
+    # the warm-up shapes: they start with both done, and no `init` of their own.
+    warm = DeadlinePool(_warm_state, workers=1, deadline_s=1.0,
+                        preload=("boundlab.verify.math_preload",))
+    # The control: a spawned worker starts bare.
+    bare = DeadlinePool(_warm_state, workers=1)
+    try:
+        assert warm._ctx.get_start_method() == "forkserver"
+        assert bare._ctx.get_start_method() == "spawn"
+        assert bare.map([0.0])[0][:2] == (False, False)
+        # The middle call overruns its deadline: its worker is killed, and the call after it runs
+        # on a replacement that is just as warm.
+        res = warm.map([0.0, 30.0, 0.0], groups=["g"] * 3)
+        assert res[1] == TIMEOUT and warm.restarts == 1
+        assert res[0][:2] == res[2][:2] == (True, True)
+        assert res[0][2] != res[2][2]
+    finally:
+        warm.close()
+        bare.close()

@@ -14,7 +14,9 @@
   `signal.alarm`, which needs a main thread and cannot interrupt C-level big-integer arithmetic, so
   the parent enforces a hard deadline and replaces a worker that overruns it. A worker gets its
   calls in batches, all of one gold's together (it parses that gold once); each call keeps its own
-  deadline.
+  deadline. Workers are forked from a fork server that has imported math-verify and parsed one
+  answer of each common shape (`WARMUP_SHAPES`, `math_preload.py`): a worker starts, or replaces
+  a killed one, in milliseconds, and its first tuple or interval costs what its next one does.
 - Answers longer than `max_answer_chars` are judged `too_long` without parsing.
 - Answers and gold are normalized first (`normalize.py`: `2\\,220` is 2220, `\\textbf{(073)}` is 73).
 
@@ -298,6 +300,11 @@ def _normalization() -> Any:
     return LatexExtractionConfig().normalization_config
 
 
+# An integer, which none of math-verify's normalizations touches (they need a letter, a
+# backslash, a `/`, a leading `.`, or the exact string `0.5`, which becomes `\\frac{1}{2}`).
+_INTEGER_TEXT = re.compile(r"-?\d+")
+
+
 @lru_cache(maxsize=1 << 16)
 def parse_text(s: str) -> str | None:
     """The LaTeX that math-verify hands its parser for `$s$`: its normalization of `s`
@@ -308,6 +315,8 @@ def parse_text(s: str) -> str | None:
     normalization's unit and `and`/`or` regexes backtrack over runs of whitespace (a 512-character
     answer of spaces took 0.4 s), and here, unlike in a worker, no deadline would stop them."""
     s = s.strip()
+    if _INTEGER_TEXT.fullmatch(s):  # the normalization leaves an integer as it is
+        return s
     if (not s or len(s) > _TEXT_MAX or any(t in s for t in _ENVIRONMENTS)
             or sum(ch.isspace() for ch in s) > _TEXT_SPACES):
         return None
@@ -327,6 +336,20 @@ def same_parse(gold: str, answer: str) -> bool:
     return t is not None and t == parse_text(answer)
 
 
+def _settled(gold: str, answer: str, apart: Callable[[], bool | None]) -> bool | None:
+    """How each rule below ends, once it has read both sides: the same string is correct; then
+    `apart()`: True is wrong, None means the rule cannot tell (math-verify decides); otherwise
+    the same parse is correct (`same_parse`) and anything else goes to math-verify."""
+    if wrap_latex(answer) == wrap_latex(gold):
+        return True
+    differ = apart()
+    if differ is None:
+        return None
+    if differ:
+        return False
+    return True if same_parse(gold, answer) else None
+
+
 def closed_form_verdict(gold: str, answer: str) -> bool | None:
     """Gold and answer both closed-form constants that `closed_form.py` reads exactly as
     math-verify does (`3\\sqrt{13}`, `-\\frac{\\sqrt{3}}{2}`, `2\\pi`, plain numbers): the same
@@ -341,11 +364,7 @@ def closed_form_verdict(gold: str, answer: str) -> bool | None:
     va = closed_form_value(answer)
     if va is None:
         return None
-    if wrap_latex(answer) == wrap_latex(gold):
-        return True
-    if _far_apart(vg, va):
-        return False
-    return True if same_parse(gold, answer) else None
+    return _settled(gold, answer, lambda: _far_apart(vg, va))
 
 
 def polynomial_verdict(gold: str, answer: str) -> bool | None:
@@ -367,11 +386,7 @@ def polynomial_verdict(gold: str, answer: str) -> bool | None:
     pa = polynomials(answer)
     if pa is None:
         return None if "=" not in answer else relation_verdict(gold, answer)
-    if wrap_latex(answer) == wrap_latex(gold):
-        return True
-    if lists_differ(pg, pa):
-        return False
-    return True if same_parse(gold, answer) else None
+    return _settled(gold, answer, lambda: lists_differ(pg, pa))
 
 
 def relation_verdict(gold: str, answer: str) -> bool | None:
@@ -393,16 +408,7 @@ def relation_verdict(gold: str, answer: str) -> bool | None:
     if rg is None and ra is None:
         return None
     if rg is not None and ra is not None:
-        if wrap_latex(answer) == wrap_latex(gold):
-            return True
-        dg, da = difference(rg[0], rg[1]), difference(ra[0], ra[1])
-        xg, xa = linear_root(dg), linear_root(da)
-        if xg is None or xa is None:
-            return None
-        apart = xg[0] != xa[0] or _far_apart(xg[1], xa[1])
-        if apart and polynomials_differ(dg, da) and polynomials_differ(dg, negated(da)):
-            return False
-        return True if same_parse(gold, answer) else None
+        return _settled(gold, answer, lambda: _equations_apart(rg, ra))
     if ra is not None:  # the gold is no equation
         pg = polynomials(gold)
         return None if pg is None or not lists_differ(pg, (ra[1],)) else False
@@ -410,6 +416,17 @@ def relation_verdict(gold: str, answer: str) -> bool | None:
     if pa is None or not rg[2]:
         return None
     return False if lists_differ((rg[1],), pa) else None
+
+
+def _equations_apart(rg: tuple, ra: tuple) -> bool | None:
+    """Two equations (`relation`) math-verify finds unequal (see `relation_verdict`): True;
+    None unless each is linear in one letter."""
+    dg, da = difference(rg[0], rg[1]), difference(ra[0], ra[1])
+    xg, xa = linear_root(dg), linear_root(da)
+    if xg is None or xa is None:
+        return None
+    apart = xg[0] != xa[0] or _far_apart(xg[1], xa[1])
+    return apart and polynomials_differ(dg, da) and polynomials_differ(dg, negated(da))
 
 
 @dataclass(frozen=True)
@@ -484,15 +501,51 @@ def profile_from(gold: str, res: tuple) -> GoldProfile:
                        parse_text(gold))
 
 
+# Answer shapes a worker parses once before it takes work (`_worker_init`). math-verify's LaTeX
+# parser (ANTLR) builds its prediction tables lazily, and sympy imports some of its modules on first
+# use, so the first answer of each shape costs 10-80 ms more than the next one: a fresh worker paid
+# that in the middle of a probe's first batches. None of these is a gold of a vendored benchmark
+# that would reach a worker (tests/unit/test_math_verifier.py checks): they stand for the kinds of
+# answer, not for any benchmark's. Parses are deterministic, so this changes no verdict.
+WARMUP_SHAPES = (
+    "-2", "0.5", "-\\frac{3}{4}", "10^{5}", "2.5 \\times 10^{3}", "\\sqrt{2}", "2\\sqrt{3}",
+    "\\frac{\\sqrt{3}}{2}", "\\sqrt[3]{2}", "\\pi", "\\frac{3\\pi}{4}", "e^{2}", "\\ln 2",
+    "\\log_{2} 8", "\\infty", "\\sin x", "\\cos 30^\\circ", "\\tan \\theta", "\\arctan 1",
+    "f(x) = x^2", "x^2 + 2x + 1", "\\frac{x+1}{x-1}", "a + b", "2r^2", "2^{n} - 1", "n!",
+    "\\binom{5}{2}", "x = 5", "y = 2x + 1", "x^2 + y^2 = 1", "x \\le 3", "-1 < x < 2",
+    "x \\in [0, 1]", "(1, 2)", "\\left( \\frac{1}{2}, \\frac{\\pi}{3} \\right)", "(1, 2, 3)",
+    "[0, 1)", "(-\\infty, 2] \\cup (3, \\infty)", "\\{1, 2\\}", "1, 2, 3", "1 \\pm \\sqrt{2}",
+    "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}",
+    "\\begin{pmatrix} 1 & 0 \\\\ 0 & 1 \\end{pmatrix}", "\\text{yes}", "\\text{(A)}", "(B)",
+    "45^\\circ", "50\\%", "3 \\text{ cm}", "12 \\mbox{ cm}^2", "\\$5.00", "101_2", "1011_{2}",
+)
+# The warm-up stops after this much CPU time (a slow machine starts its workers no later).
+_WARMUP_CPU_S = 3.0
+_warm = False
+
+
 def _worker_init() -> None:
+    """Import math-verify and parse `WARMUP_SHAPES`, once per process. A worker forked from the
+    math verifier's fork server (`boundlab.verify.math_preload`) has done both already."""
     import logging
 
     import math_verify  # noqa: F401  (sympy and antlr load here, before any deadline)
+    from math_verify import parse
+    from math_verify.parser import parse_latex_cached
 
+    global _warm
     # Timeouts are reported through our verdicts; math-verify's own warnings would flood the log.
     logging.getLogger("math_verify").setLevel(logging.ERROR)
-
-    plain_math_verify("1", "1")  # warm the parser
+    if _warm:
+        return
+    plain_math_verify("1", "1")
+    c0 = time.process_time()
+    for s in WARMUP_SHAPES:
+        if time.process_time() - c0 > _WARMUP_CPU_S:
+            break
+        parse(wrap_latex(s), parsing_timeout=_PARSE_TIMEOUT_S)
+    parse_latex_cached.cache_clear()  # the tables stay warm; no parse is handed on
+    _warm = True
 
 
 _cpu_budget_spent = False
@@ -815,7 +868,7 @@ class MathVerifier(Verifier):
             _patterns()  # compile math-verify's regexes once, up front, not inside a timed batch
         self.max_answer_chars = int(max_answer_chars)
         self.pool = DeadlinePool(_worker_check, workers=workers, deadline_s=deadline_s,
-                                 init=_worker_init)
+                                 init=_worker_init, preload=("boundlab.verify.math_preload",))
         self._cache: OrderedDict[tuple[str, str], tuple[bool, str]] = OrderedDict()
         self._cache_size = cache_size
         # Each gold's profile (`GoldProfile`), learned once from a worker.

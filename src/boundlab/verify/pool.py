@@ -71,6 +71,18 @@ def _worker_main(conn: Connection, fn: Callable[[Any], Any], init: Callable[[], 
                 return
 
 
+def _context(preload: Sequence[str]) -> Any:
+    """`spawn`; with `preload` (module names), `forkserver` where the platform has it: one clean
+    server process per parent imports those modules once, and each worker is forked from it, so
+    it starts with them loaded. Workers are never forked from the parent itself (its threads).
+    The server is shared by every pool of this process and keeps the preload it started with."""
+    if preload and "forkserver" in mp.get_all_start_methods():
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(list(preload))
+        return ctx
+    return mp.get_context("spawn")
+
+
 class _Worker:
     def __init__(self, ctx: Any, fn: Callable[[Any], Any], init: Callable[[], None] | None):
         self.conn, child = ctx.Pipe()
@@ -97,8 +109,9 @@ class DeadlinePool:
     """Run `fn(arg)` for many args across `workers` processes, each call bounded by `deadline_s`.
 
     `fn` (and `init`, run once per worker before it takes work) must be picklable top-level
-    functions. Workers are started with `spawn`, so the parent's threads (torch, tokenizers) are
-    never forked mid-flight. A worker's start-up time never counts against a call's deadline.
+    functions. Workers are started with `spawn`, or forked from a clean fork server that has
+    imported `preload` (`_context`), so the parent's threads (torch, tokenizers) are never forked
+    mid-flight. A worker's start-up time never counts against a call's deadline.
 
     Calls go to a worker in batches (one pipe round trip per batch, not per call), and calls that
     share a `group` key go to the same worker in one batch where they fit (a verifier's calls
@@ -109,13 +122,14 @@ class DeadlinePool:
     """
 
     def __init__(self, fn: Callable[[Any], Any], workers: int = 2, deadline_s: float = 2.0,
-                 init: Callable[[], None] | None = None, startup_timeout_s: float = 120.0):
+                 init: Callable[[], None] | None = None, startup_timeout_s: float = 120.0,
+                 preload: Sequence[str] = ()):
         self.fn = fn
         self.init = init
         self.n_workers = max(1, int(workers))
         self.deadline_s = float(deadline_s)
         self.startup_timeout_s = startup_timeout_s
-        self._ctx = mp.get_context("spawn")
+        self._ctx = _context(preload)
         self._workers: list[_Worker] = []
         self.restarts = 0
         # For the last `map`: index of each call killed at its deadline -> the worker's CPU
