@@ -34,6 +34,7 @@ Prints one JSON object (with `--scenario all`, one per answer mix under "scenari
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import random
 import time
@@ -130,6 +131,10 @@ def run(scenario: str, args: argparse.Namespace, problems: list[Problem]) -> dic
     for p, comps in warm:
         for c in comps:
             plain_math_verify(p.answer, extract_math_answer(c) or "")
+    # Each side's timing starts from an empty collector (as `timeit` does it): a full collection
+    # walks the whole process (here, the plain side's sympy objects), and which side's window it
+    # happens to land in would otherwise be chance (0.07 s, as much as our whole parent's time).
+    gc.collect()
     c = time.process_time()
     t = time.perf_counter()
     plain = [[plain_math_verify(p.answer, extract_math_answer(c) or "") for c in comps]
@@ -157,6 +162,7 @@ def run(scenario: str, args: argparse.Namespace, problems: list[Problem]) -> dic
 
     v.pool.map = recording_map
     workers_cpu0 = sum(_cpu_seconds(pid) or 0.0 for pid in pids)
+    gc.collect()
     c = time.process_time()
     t = time.perf_counter()
     ours_v = v.score_many(items)
