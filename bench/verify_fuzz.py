@@ -30,6 +30,13 @@ from boundlab.verify.fuzz import (TRAP_GOLDS, differential, differential_polynom
                                   end_to_end, same_parse_check)
 
 
+def summary(d: dict, mismatches: tuple[str, ...]) -> dict:
+    """A check's counts and scalars, each list as its length, and the first 20 mismatches."""
+    return {**{k: v for k, v in d.items() if not isinstance(v, list)},
+            **{f"{k}_n": len(v) for k, v in d.items() if isinstance(v, list)},
+            "first_mismatches": [m for k in mismatches for m in d[k]][:20]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--golds", type=int, default=3000)
@@ -42,16 +49,10 @@ def main() -> None:
     for name, check, n in (("differential", differential, a.golds),
                            ("differential_polynomials", differential_polynomials,
                             a.poly_golds)):
-        d = check(n, a.seed, progress=True)
-        out[name] = {**{k: v for k, v in d.items() if not isinstance(v, list)},
-                     **{f"{k}_n": len(v) for k, v in d.items() if isinstance(v, list)},
-                     "first_mismatches": (d["value_mismatch"] + d["self_wrong"]
-                                          + d["verdict_mismatch"])[:20]}
+        out[name] = summary(check(n, a.seed, progress=True),
+                            ("value_mismatch", "self_wrong", "verdict_mismatch"))
     golds = [p.answer for p in TASKS.get("math500")(None).problems] + TRAP_GOLDS
-    sp = same_parse_check(golds)
-    out["same_parse"] = {**{k: v for k, v in sp.items() if not isinstance(v, list)},
-                         **{f"{k}_n": len(v) for k, v in sp.items() if isinstance(v, list)},
-                         "first_mismatches": (sp["text_mismatch"] + sp["parse_mismatch"])[:20]}
+    out["same_parse"] = summary(same_parse_check(golds), ("text_mismatch", "parse_mismatch"))
     if not a.skip_e2e:
         out["end_to_end"] = end_to_end(golds, a.e2e_answers, a.seed)
     print(json.dumps(out, indent=1))

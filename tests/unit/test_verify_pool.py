@@ -88,7 +88,6 @@ def test_batches_cut_large_groups_and_keep_small_ones_whole():
     assert list(pool._batches(5, None)) == [[0, 1, 2, 3, 4]]
 
 
-
 def _warm_state(sleep_s: float) -> tuple[bool, bool, int]:
     """In a worker, after sleeping: has math-verify been imported, have the warm-up shapes been
     parsed, and which process is this?"""
