@@ -33,6 +33,7 @@ def _builtins() -> tuple[Algorithm, ...]:
         onpolicy.PASSK_GRPO,
         onpolicy.WEIGHTED_REINFORCE,
         onpolicy.NSR,
+        onpolicy.PKPO,
         distill.SFT_DISTILL,
         distill.ONPOLICY_DISTILL,
     )
