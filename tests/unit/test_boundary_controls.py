@@ -330,3 +330,31 @@ def test_probe_py_summary_and_metrics_lead_with_strict(tmp_path, capsys):
     assert m["probe/pass@1"] == pytest.approx(0.4375) and m["probe/answer/pass@1"] == pytest.approx(0.5)
     assert m["probe/H/strict/pass@4"] == pytest.approx(0.5) and m["probe/E/strict/saturated"] == 1
     assert m["probe/solvable"] == 3 and m["probe/strict_is_headline"] == 1
+
+
+def test_diversity_and_gpass_views_on_every_row(tmp_path):
+    # Issue 39's views from the stored samples. Base answers: p0 12 x4; p1 3 x2 + 999 x2;
+    # p2 33 + 999 x3; p3 60 + 999 x3. Strict c = 4, 2, 0, 1 of n = 4; G-Pass at tau 0.5.
+    import math as _m
+
+    tr, logger = run_tracker(tmp_path, null_seed=None)
+    b = next(r for r in tr.rows if r["kind"] == "base")
+    assert b["distinct_answers"] == pytest.approx(7 / 4)
+    assert b["top_answer_share"] == pytest.approx(3 / 4)
+    h = -(0.25 * _m.log(0.25) + 0.75 * _m.log(0.75))
+    assert b["answer_entropy"] == pytest.approx((_m.log(2) + 2 * h) / 4, abs=1e-6)
+    assert b["no_answer_share"] == 0
+    # k = 1: pass@1 (1 + 1/2 + 0 + 1/4) / 4; k = 2 (one of two right): pass@2 (1 + 5/6 + 0 + 1/2) / 4;
+    # k = 4 (two of four right): p0 and p1 only.
+    assert b["gpass@1"] == pytest.approx(1.75 / 4, abs=1e-6)
+    assert b["gpass@2"] == pytest.approx((1 + 5 / 6 + 0.5) / 4, abs=1e-6)
+    assert b["gpass@4"] == b["gpass@n"] == pytest.approx(0.5, abs=1e-6)
+    assert b["groups"]["H"]["gpass@n"] == 0 and b["groups"]["E"]["gpass@n"] == 1
+    ck = next(r for r in tr.rows if r["kind"] == "checkpoint")
+    # Checkpoint: p0, p1 all strict; p2, p3 all 999: one answer per problem.
+    assert (ck["distinct_answers"], ck["answer_entropy"], ck["top_answer_share"]) == (1, 0, 1)
+    rows = {r["kind"]: r for r in read_csv(tmp_path / "run" / "boundary.csv")}
+    assert float(rows["base"]["gpass@n"]) == pytest.approx(0.5) and rows["base"]["gpass_tau"] == "0.500000"
+    base_m = next(m for m in logger.logged if m["probe/step"] == 0)
+    assert base_m["probe/diversity/distinct_answers"] == pytest.approx(7 / 4)
+    assert base_m["probe/H/gpass@n"] == 0

@@ -59,6 +59,7 @@ RANGE_CASES = [
     ("probe", "probe.top_p=1.5", "probe.top_p=1.5: must be in (0, 1] (1 = no nucleus truncation)"),
     ("probe", "probe.ci=2", "probe.ci=2.0: must be a confidence level in (0, 1), e.g. 0.95"),
     ("probe", "probe.ci=0", "probe.ci=0.0: must be a confidence level in (0, 1), e.g. 0.95"),
+    ("probe", "probe.gpass_tau=0", "probe.gpass_tau=0.0: must be in (0, 1]: the share of k samples G-Pass@k needs right"),
     ("probe", "probe.bootstrap_iters=0",
      "probe.bootstrap_iters=0: must be >= 1 (bootstrap resamples for the confidence intervals)"),
     ("probe", "probe.max_new_tokens=0", "probe.max_new_tokens=0: must be >= 1"),

@@ -40,6 +40,7 @@ from boundlab.probe.runner import ProbeResult, probe_model
 from boundlab.probe.rng import isolated_rng
 from boundlab.probe.spec import ProbeSpec
 from boundlab.probe.store import Store
+from boundlab.probe.views import add_views
 from boundlab.rundir import (BOUNDARY_CSV, BOUNDARY_GROUPS_CSV, BOUNDARY_PNG, ENTROPY_PNG,
                              PASSK_BY_STEP_PNG, PROBES_FILE)
 from boundlab.rundir.io import append_jsonl, atomic_write_text, read_jsonl, write_jsonl
@@ -161,6 +162,7 @@ class BoundaryTracker:
         self.seconds_this_process += seconds
         row = R.probe_row(step, kind, res, seed, seconds, self.groups, self.task.group_by, self.ci,
                           self.bootstrap_iters)
+        add_views(row, self.store, res, self.spec.gpass_tau, self.groups)
         if res.answers is not None:
             # Answer format per probe: a "shrinkage" that is really a change of format (or a
             # length limit) shows here. Printed too, so no probe's truncation goes unseen.
@@ -299,6 +301,7 @@ def _probe_metrics(row: dict[str, Any]) -> dict[str, Any]:
         if row.get(share) is not None:
             m[metric_key(PROBE, share)] = row[share]
     m.update(_entropy_metrics(row, PROBE))
+    m.update(_view_metrics(row, PROBE))
     metric = row.get("metric", "answer")
     for tag, g in _tagged(row):
         gk = len(g["curve"])
@@ -310,6 +313,19 @@ def _probe_metrics(row: dict[str, Any]) -> dict[str, Any]:
             m[metric_key(PROBE, tag, "answer", "pass@1")] = g["answer_pass@1"]
             m[metric_key(PROBE, tag, "answer", "pass@n")] = g["answer_pass@n"]
         m.update(_entropy_metrics(g, metric_key(PROBE, tag)))
+        m.update(_view_metrics(g, metric_key(PROBE, tag)))
+    return m
+
+
+def _view_metrics(row: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """`<prefix>/diversity/<name>` and `<prefix>/gpass@k` where the row has them (boundlab.probe.views)."""
+    m: dict[str, Any] = {}
+    for name in ("distinct_answers", "answer_entropy", "top_answer_share", "no_answer_share"):
+        if row.get(name) is not None:
+            m[metric_key(prefix, "diversity", name)] = row[name]
+    for k, v in row.items():
+        if k.startswith("gpass@") and v is not None:
+            m[metric_key(prefix, k)] = v
     return m
 
 

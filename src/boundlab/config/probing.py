@@ -107,6 +107,9 @@ class ProbeSettings:
     bootstrap_iters: int = 1000
     # Confidence level of the intervals.
     ci: float = 0.95
+    # G-Pass@k's tau (boundlab.probe.gpass): the share of k samples that must be right; 0 < tau <= 1.
+    # A view beside pass@k (boundary.csv's gpass@k columns), not part of the probe key.
+    gpass_tau: float = 0.5
     # Adaptive probing (README "Adaptive probing"): n0 samples per problem, then rounds doubling n
     # up to probe.n only for problems whose pass@k (k > n0) is not yet certified within epsilon.
     adaptive: bool = False

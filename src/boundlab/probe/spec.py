@@ -34,6 +34,8 @@ class ProbeSpec:
     adaptive: AdaptivePlan | None = None
     # probe.keep_text: all, or compact (boundlab.probe.store); not part of the probe key.
     keep_text: str = "all"
+    # G-Pass@k's tau for the views (boundlab.probe.views); not part of the probe key.
+    gpass_tau: float = 0.5
 
     @classmethod
     def from_config(cls, probe_cfg: Any) -> "ProbeSpec":
@@ -43,7 +45,8 @@ class ProbeSpec:
                    null_seed=None if getattr(probe_cfg, "null_seed_offset", None) is None
                    else int(probe_cfg.seed) + int(probe_cfg.null_seed_offset),
                    adaptive=AdaptivePlan.from_config(probe_cfg),
-                   keep_text=str(getattr(probe_cfg, "keep_text", "all")))
+                   keep_text=str(getattr(probe_cfg, "keep_text", "all")),
+                   gpass_tau=float(getattr(probe_cfg, "gpass_tau", 0.5)))
 
 
 def gen_settings(p: Any) -> GenSettings:
