@@ -98,6 +98,8 @@ def validate_probe(p: Any, prefix: str = "probe") -> None:
     _at_least(p, prefix, "bootstrap_iters", 1, " (bootstrap resamples for the confidence intervals)")
     if not 0 < p.ci < 1:
         _fail(f"{prefix}.ci", p.ci, "must be a confidence level in (0, 1), e.g. 0.95")
+    if getattr(p, "kl_samples", 0) < 0:
+        _fail(f"{prefix}.kl_samples", p.kl_samples, "must be >= 0 (0 turns the KL view off)")
     tau = getattr(p, "gpass_tau", 0.5)
     if not 0 < tau <= 1:
         _fail(f"{prefix}.gpass_tau", tau, "must be in (0, 1]: the share of k samples G-Pass@k needs right")

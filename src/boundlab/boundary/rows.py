@@ -23,7 +23,9 @@ Row layout (`metric` says which metric the unprefixed columns hold):
   from before it).
 - `distinct_answers`, `answer_entropy`, `top_answer_share`, `no_answer_share`, `gpass@k` (k = 1, powers
   of two, n) and `gpass_tau`: the views of `boundlab.probe.views` (also per group); absent in rows
-  written before them.
+  written before them. `kl_from_base` (nats per sequence), `kl_from_base_se`, `kl_samples`,
+  `kl_skipped`: KL(base || model) on the base's stored samples (`boundlab.probe.kl_view`); 0 for the
+  base and the null, absent where the view was off or could not run.
 A row written before `metric` existed held answer-only values in `pass@1`...: `normalize` reads it
 as `metric=answer`.
 """
@@ -54,7 +56,7 @@ CSV_COLUMNS = [
     "strict_pass@n", "seed", "boxed_share", "truncated_share", "probe_seconds", "entropy_mean",
     "entropy_p10", "entropy_p50", "entropy_p90", "entropy_samples", "delta_entropy_mean",
     "distinct_answers", "answer_entropy", "top_answer_share", "no_answer_share", "gpass_tau",
-    "gpass@1", "gpass@16", "gpass@n"]
+    "gpass@1", "gpass@16", "gpass@n", "kl_from_base", "kl_from_base_se", "kl_samples", "kl_skipped"]
 
 GROUP_COLUMNS = [
     "step", "kind", "metric", "group_by", "group", "n", "problems", "pass@1", "pass@1_ci_low",

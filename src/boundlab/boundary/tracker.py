@@ -72,6 +72,10 @@ class BoundaryTracker:
         # Wall seconds this process spent probing (each row's probe_seconds, sampler start-up
         # included): the run's summary sets it against the process's wall time.
         self.seconds_this_process = 0.0
+        # The KL view (boundlab.probe.kl_view): the base's folder, its scored samples (once), the last value.
+        self._base_dir: str | None = None
+        self._kl_base: Any = None
+        self._kl: Any = None
         self._load_rows()
         if self.logger is not None:
             self.logger.define_step_metric(PROBE, PROBE_STEP)
@@ -90,26 +94,53 @@ class BoundaryTracker:
         print(f"[boundlab] {R.probe_line(row)}", flush=True)
 
     # -- probing ---------------------------------------------------------------------------
-    def _probe(self, model_dir: str, name: str, seed: int | None = None) -> ProbeResult:
+    def _probe(self, model_dir: str, name: str, seed: int | None = None, kl: bool = False) -> ProbeResult:
         from boundlab.models import model_fingerprint
 
         with isolated_rng():
             sampler, tok = self.make_sampler(model_dir)
             try:
-                return probe_model(self.task, sampler, self.verifier, self.store,
-                                   model_fingerprint(model_dir, self.store), self.n, self.gen,
-                                   self.seed if seed is None else seed, tok, name,
-                                   self.bootstrap_iters, self.ci, self.progress,
-                                   meta={"path": model_dir}, adaptive=self.spec.adaptive,
-                                   keep_text=self.spec.keep_text)
+                res = probe_model(self.task, sampler, self.verifier, self.store,
+                                  model_fingerprint(model_dir, self.store), self.n, self.gen,
+                                  self.seed if seed is None else seed, tok, name,
+                                  self.bootstrap_iters, self.ci, self.progress,
+                                  meta={"path": model_dir}, adaptive=self.spec.adaptive,
+                                  keep_text=self.spec.keep_text)
+                if kl:
+                    self._kl = self._kl_view(sampler, tok)
+                return res
             finally:
                 sampler.close()
+
+    def _kl_view(self, sampler: Any, tok: Any) -> Any:
+        """KL(base || this model) on the base's stored samples (boundlab.probe.kl_view); None when the
+        view is off, the sampler holds no local model (vLLM, scripted) or top-p truncates."""
+        from boundlab.probe import kl_view as K
+
+        model = getattr(sampler, "model", None)
+        if (self.spec.kl_samples <= 0 or model is None or tok is None or self.base is None
+                or self.gen.top_p < 1 or self._base_dir is None):
+            return None
+        if self._kl_base is None:
+            samples = K.base_samples(self.store, self.base.key, self.task, tok, self.spec.kl_samples)
+            base_sampler, _ = self.make_sampler(self._base_dir)
+            try:
+                pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+                logp = K.sequence_logprobs(base_sampler.model, samples.prompt_ids, samples.completion_ids,
+                                           self.gen.temperature, pad)
+            finally:
+                base_sampler.close()
+            self._kl_base = (samples, logp)
+        samples, logp = self._kl_base
+        return K.kl_from_base(logp, model, tok, samples, self.gen.temperature)
 
     def probe_base(self, model_dir: str, name: str = "base") -> ProbeResult:
         """Probe the base (read back from the store when done before), then the null if asked."""
         t0 = time.time()
+        self._base_dir = model_dir
         self.base = self._probe(model_dir, name)
         row = self._row(0, self.base, "base", time.time() - t0, self.seed)
+        row["kl_from_base"] = 0.0
         old = next((r for r in self.rows if r.get("kind") == "base"), None)
         if old is None:
             self._append_row(row)
@@ -135,6 +166,7 @@ class BoundaryTracker:
         if res.key == self.base.key:
             raise RuntimeError("the null probe has the base probe's key: its seed is not in the key")
         row = self._row(0, res, "null", time.time() - t0, self.spec.null_seed)
+        row["kl_from_base"] = 0.0  # the same model
         R.add_comparison(row, self.base, res, self.groups, self.bootstrap_iters, self.ci)
         self._append_row(row)
         self._log(row)
@@ -146,8 +178,12 @@ class BoundaryTracker:
         if self.base is None:
             raise RuntimeError("probe the base model first")
         t0 = time.time()
-        res = self._probe(ckpt_dir, f"step {step}")
+        self._kl = None
+        res = self._probe(ckpt_dir, f"step {step}", kl=True)
         row = self._row(step, res, "checkpoint", time.time() - t0, self.seed)
+        if self._kl is not None:
+            row.update(kl_from_base=round(self._kl.value, 6), kl_from_base_se=round(self._kl.se, 6),
+                       kl_samples=self._kl.samples, kl_skipped=self._kl.skipped)
         R.add_comparison(row, self.base, res, self.groups, self.bootstrap_iters, self.ci)
         row["alarm"] = shrinkage(row, _null_row(self.rows))
         self.results[step] = res
@@ -302,6 +338,8 @@ def _probe_metrics(row: dict[str, Any]) -> dict[str, Any]:
             m[metric_key(PROBE, share)] = row[share]
     m.update(_entropy_metrics(row, PROBE))
     m.update(_view_metrics(row, PROBE))
+    if row.get("kl_from_base") is not None:
+        m[metric_key(PROBE, "kl_from_base")] = row["kl_from_base"]
     metric = row.get("metric", "answer")
     for tag, g in _tagged(row):
         gk = len(g["curve"])

@@ -110,6 +110,9 @@ class ProbeSettings:
     # G-Pass@k's tau (boundlab.probe.gpass): the share of k samples that must be right; 0 < tau <= 1.
     # A view beside pass@k (boundary.csv's gpass@k columns), not part of the probe key.
     gpass_tau: float = 0.5
+    # KL(base || model) at every checkpoint (boundlab.probe.kl_view), estimated on this many of the
+    # base's stored samples per problem (no new sampling); 0 = off. A view, not part of the probe key.
+    kl_samples: int = 8
     # Adaptive probing (README "Adaptive probing"): n0 samples per problem, then rounds doubling n
     # up to probe.n only for problems whose pass@k (k > n0) is not yet certified within epsilon.
     adaptive: bool = False
