@@ -264,6 +264,9 @@ class TrainLoop:
     train_split: str = "train"
     # Train on the first N problems of that split only (null = all).
     train_limit: Optional[int] = None
+    # ProRL's hard reset: every N optimizer steps the KL reference becomes the current policy and the
+    # optimizer state is cleared (boundlab.algos.resets; needs kl.coef > 0). 0 = never.
+    ref_reset_every: int = 0
 
 
 @dataclass

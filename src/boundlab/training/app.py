@@ -118,11 +118,19 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         peft_config = _peft(cfg)
         report_to = ["wandb"] if logger.mode != "disabled" and logger.run_id else []
         reward = make_reward_fn(train_task, verifier, cfg.algo.max_completion_length, tok.eos_token_id)
+        callbacks: list = [ProbeCallback(tracker, cfg.train.probe_mode, cfg.train.save_total_limit,
+                                         cfg.train.stop_on_shrink)]
+        reset = None
+        if cfg.train.ref_reset_every:
+            from boundlab.algos.resets import ReferenceReset
+
+            reset = ReferenceReset(cfg.train.ref_reset_every, resume_from)
+            callbacks.insert(0, reset)  # before the probe callback, so a saved reference is complete
         trainer = build_trainer(BuildInputs(
-            cfg, model, processing, dataset, [reward],
-            [ProbeCallback(tracker, cfg.train.probe_mode, cfg.train.save_total_limit,
-                           cfg.train.stop_on_shrink)], str(ckpt_dir),
+            cfg, model, processing, dataset, [reward], callbacks, str(ckpt_dir),
             report_to, peft_config, BuildContext(train_task, verifier, store, run_dir)))
+        if reset is not None:
+            reset.bind(trainer)
         if resume_from is not None:
             print(f"[boundlab] resuming from {resume_from}", flush=True)
         with no_space_left(ckpt_dir, f"resume: python train.py resume={run_dir}"):
