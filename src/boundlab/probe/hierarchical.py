@@ -37,6 +37,7 @@ seed-to-seed spread.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -75,19 +76,21 @@ class HierResult:
         return self.iters is None
 
 
+@functools.lru_cache(maxsize=16)
 def _multisets(n: int) -> tuple[np.ndarray, np.ndarray]:
     """Every multiset of n draws from n items, as count vectors (rows), and its probability under
-    n uniform draws with replacement: n! / (Π m_i!) / n^n."""
-    rows = []
-    for combo in itertools.combinations_with_replacement(range(n), n):
-        rows.append(np.bincount(combo, minlength=n))
-    counts = np.array(rows, dtype=np.int64)
-    logw = math.lgamma(n + 1) - np.array([sum(math.lgamma(m + 1) for m in r) for r in rows]) \
-        - n * math.log(n)
-    return counts, np.exp(logw)
+    n uniform draws with replacement: n! / (Π m_i!) / n^n. Cached (read-only arrays)."""
+    combos = np.array(list(itertools.combinations_with_replacement(range(n), n)), dtype=np.int64)
+    counts = np.zeros((len(combos), n), dtype=np.int64)
+    np.add.at(counts, (np.repeat(np.arange(len(combos)), n), combos.reshape(-1)), 1)
+    lgf = np.array([math.lgamma(m + 1) for m in range(n + 1)])  # log m!
+    w = np.exp(math.lgamma(n + 1) - lgf[counts].sum(axis=1) - n * math.log(n))
+    counts.flags.writeable = False
+    w.flags.writeable = False
+    return counts, w
 
 
-def _n_multisets(n: int) -> int:
+def n_multisets(n: int) -> int:
     return math.comb(2 * n - 1, n)
 
 
@@ -178,7 +181,7 @@ def _exact(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The whole bootstrap distribution: (distinct values x K, their probabilities)."""
     S, P, K = A.shape
     D = B.shape[0]
-    total = _n_multisets(S) * _n_multisets(D) * _n_multisets(P)
+    total = n_multisets(S) * n_multisets(D) * n_multisets(P)
     if total > EXACT_MAX:
         raise ValueError(f"exact bootstrap over {S} seeds, {D} base draws and {P} problems has {total:,} "
                          f"multiset combinations (at most {EXACT_MAX:,}); use Monte-Carlo iters")

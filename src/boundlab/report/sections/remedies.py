@@ -21,6 +21,7 @@ import numpy as np
 
 from boundlab.probe.estimator import bootstrap_ci, bootstrap_diff_ci
 from boundlab.report import analysis as A
+from boundlab.report import arm_intervals
 from boundlab.report.comparisons import Report
 from boundlab.report.document import Doc, Table
 
@@ -49,17 +50,19 @@ def tier_rows(tags: dict[str, str] | None, ids: list[str]) -> dict[str, np.ndarr
 
 
 def compare_tiers(base_pp: np.ndarray, pp: np.ndarray, groups: dict[str, np.ndarray], iters: int,
-                  ci: float, seed: int = 0) -> dict[str, dict[str, Any]]:
+                  ci: float, seed: int = 0, diff_iters: int | None = None) -> dict[str, dict[str, Any]]:
     """Per tier: pass@1 and pass@n of `pp` (problems x k, per-problem pass@k) with bootstrap CIs,
-    and their paired differences to `base_pp` with CIs, at n = the smaller of the two probes' k."""
+    and their paired differences to `base_pp` with CIs, at n = the smaller of the two probes' k.
+    The differences (what the mark reads) take `diff_iters` resamples (default `iters`)."""
     k = min(base_pp.shape[1], pp.shape[1])
     alpha = 1 - ci
+    diters = iters if diff_iters is None else diff_iters
     out = {}
     for tier, rows in groups.items():
         a, b = pp[rows][:, [0, k - 1]], base_pp[rows][:, [0, k - 1]]
         lo, hi = bootstrap_ci(a, iters=iters, alpha=alpha, seed=seed)
-        d1 = bootstrap_diff_ci(a[:, 0], b[:, 0], iters=iters, alpha=alpha, seed=seed)
-        dn = bootstrap_diff_ci(a[:, 1], b[:, 1], iters=iters, alpha=alpha, seed=seed)
+        d1 = bootstrap_diff_ci(a[:, 0], b[:, 0], iters=diters, alpha=alpha, seed=seed)
+        dn = bootstrap_diff_ci(a[:, 1], b[:, 1], iters=diters, alpha=alpha, seed=seed)
         out[tier] = {"problems": len(rows), "n": k, "pass@1": float(a[:, 0].mean()), "pass@1_ci": (lo[0], hi[0]),
                      "pass@n": float(a[:, 1].mean()), "pass@n_ci": (lo[1], hi[1]), "delta_pass@1": d1,
                      "delta_pass@n": dn}
@@ -98,7 +101,7 @@ def render(r: Report, d: Doc) -> None:
           f"**Marked**: Δpass@1 on all problems significantly above 0 (its interval excludes 0) and no "
           f"{field or 'problem set'} whose Δpass@n interval lies below 0. Null rows are the base probed "
           f"again with another seed: what chance alone gives.")
-    iters, seed = cfg.bootstrap_iters, cfg.seed
+    iters, seed, diters = cfg.bootstrap_iters, cfg.seed, int(cfg.delta_bootstrap_iters)
     base_t = compare_tiers(base.per_problem, base.per_problem, groups, iters, cfg.ci, seed)
     rows = [_row("base", "base", "", 0, t, v, base=True) for t, v in base_t.items()]
     verdicts, points = [], []
@@ -107,7 +110,8 @@ def render(r: Report, d: Doc) -> None:
         todo = ([("null", run.null[1])] if run.null is not None else []) + \
             [(step, key) for step, key, _ in run.checkpoints]
         for step, key in todo:
-            tiers = compare_tiers(base.per_problem, run.summaries[key].per_problem, groups, iters, cfg.ci, seed)
+            tiers = compare_tiers(base.per_problem, run.summaries[key].per_problem, groups, iters, cfg.ci, seed,
+                                  diters)
             rows += [_row(run.label, arm, run.algo, step, t, v) for t, v in tiers.items()]
             raised, shrunk, marked = verdict(tiers)
             a = tiers[ALL]
@@ -143,3 +147,4 @@ def render(r: Report, d: Doc) -> None:
                         title=f"pass@1 against pass@{n}: one point per run and checkpoint",
                         ylabel=f"pass@{n}")
     d.figure(png, "pass@1 vs pass@n trade-off")
+    arm_intervals.render(r, d, groups, field)
