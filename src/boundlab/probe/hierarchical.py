@@ -63,7 +63,7 @@ class HierResult:
     boot_mean: np.ndarray   # the mean of the bootstrap distribution (= delta up to Monte-Carlo error)
     seeds: int
     problems: int
-    base_draws: int
+    base_draws: int         # base rows resampled: 1 when the draws are pooled or averaged
     iters: int | None       # resamples; None in exact mode
     ci: float
     single_seed: bool       # one seed: the interval resamples problems only
