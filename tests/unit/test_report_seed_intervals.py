@@ -116,7 +116,8 @@ def test_two_seed_arm_gets_the_hierarchical_interval_and_an_unresolved_label(tmp
     assert g["delta_pass@n_label"] == "unresolved"
     # The easy tier (30 problems, all 4 gained there): (26/30)^30 = 0.014, then 0.076: lower end 1/30.
     e = rows[("grpo", "5", "false")]
-    assert float(e["delta_pass@n_ci_low"]) == pytest.approx(1 / 30, abs=1e-12) and e["delta_pass@n_label"] == "unresolved"
+    assert float(e["delta_pass@n_ci_low"]) == pytest.approx(1 / 30, abs=1e-12)
+    assert e["delta_pass@n_label"] == "unresolved"
     # The hard tier: nothing gained or lost at pass@8 (10 problems: the exact distribution).
     h = rows[("grpo", "5", "true")]
     assert (float(h["delta_pass@n"]), h["delta_pass@n_label"], h["resamples"]) == (0.0, "no effect resolved",
@@ -124,6 +125,15 @@ def test_two_seed_arm_gets_the_hierarchical_interval_and_an_unresolved_label(tmp
     # The one-seed arm says so.
     one = rows[("nsr", "5", "all")]
     assert (one["seeds"], one["note"]) == ("1", "single seed")
+
+    # Each run alone (remedies.csv, the paired problem bootstrap at 10,000 resamples): the same edge,
+    # its lower end one problem from 0, so the per-run cell is unresolved too.
+    per_run = {(r["run"], r["step"], r["tier"]): r for r in _csv(out / "remedies.csv")}
+    for name in ("0_grpo_s0", "1_grpo_s1"):
+        cell = per_run[(name, "5", "all")]
+        assert float(cell["delta_pass@n_ci_low"]) == pytest.approx(1 / 40, abs=1e-12)
+        assert (cell["delta_pass@n_label"], cell["delta_pass@1_label"]) == ("unresolved", "gain")
+    assert per_run[("base", "0", "all")]["delta_pass@n_label"] == ""
 
     md = (out / "report.md").read_text()
     assert "**Seed-level intervals.**" in md

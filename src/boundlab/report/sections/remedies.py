@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from boundlab.probe.estimator import bootstrap_ci, bootstrap_diff_ci
+from boundlab.probe.significance import classify
 from boundlab.report import analysis as A
 from boundlab.report import arm_intervals
 from boundlab.report.comparisons import Report
@@ -28,7 +29,8 @@ from boundlab.report.document import Doc, Table
 ALL = "all"
 COLUMNS = ["run", "arm", "algo", "step", "tier", "problems", "n", "pass@1", "pass@1_ci_low", "pass@1_ci_high",
            "pass@n", "pass@n_ci_low", "pass@n_ci_high", "delta_pass@1", "delta_pass@1_ci_low",
-           "delta_pass@1_ci_high", "delta_pass@n", "delta_pass@n_ci_low", "delta_pass@n_ci_high"]
+           "delta_pass@1_ci_high", "delta_pass@n", "delta_pass@n_ci_low", "delta_pass@n_ci_high",
+           "delta_pass@1_label", "delta_pass@n_label"]
 
 
 def arm_of(label: str, algo: str) -> str:
@@ -79,8 +81,10 @@ def verdict(tiers: dict[str, dict[str, Any]]) -> tuple[bool, list[str], bool]:
 def _row(run: str, arm: str, algo: str, step: Any, tier: str, v: dict[str, Any], base: bool = False) -> list:
     d1 = (None, None, None) if base else v["delta_pass@1"]
     dn = (None, None, None) if base else v["delta_pass@n"]
+    # Each Δ's label by the unresolved rule (boundlab.probe.significance; one problem = 1/N of the tier).
+    labels = [None, None] if base else [classify(d[1], d[2], v["problems"]) for d in (d1, dn)]
     return [run, arm, algo, step, tier, v["problems"], v["n"], v["pass@1"], *v["pass@1_ci"], v["pass@n"],
-            *v["pass@n_ci"], *d1, *dn]
+            *v["pass@n_ci"], *d1, *dn, *labels]
 
 
 def render(r: Report, d: Doc) -> None:
@@ -100,7 +104,9 @@ def render(r: Report, d: Doc) -> None:
           f"differences to the base (Δ = checkpoint − base, the same problems resampled for both). "
           f"**Marked**: Δpass@1 on all problems significantly above 0 (its interval excludes 0) and no "
           f"{field or 'problem set'} whose Δpass@n interval lies below 0. Null rows are the base probed "
-          f"again with another seed: what chance alone gives.")
+          f"again with another seed: what chance alone gives. Each Δ in remedies.csv also has a label: gain / "
+          f"loss only when its interval excludes 0 by more than one problem (1/N of the {field or 'problem set'}), "
+          f"unresolved when it excludes 0 within one problem, no effect resolved when it contains 0.")
     iters, seed, diters = cfg.bootstrap_iters, cfg.seed, int(cfg.delta_bootstrap_iters)
     base_t = compare_tiers(base.per_problem, base.per_problem, groups, iters, cfg.ci, seed)
     rows = [_row("base", "base", "", 0, t, v, base=True) for t, v in base_t.items()]
