@@ -160,3 +160,16 @@ def test_missing_cgroups_as_root_are_refused_unless_opted_out(monkeypatch):
     assert "\n" not in line and "the cgroups layer cannot be set up" in line
     monkeypatch.setattr(layers.os, "geteuid", lambda: 1000)
     assert layers.cgroups_problem(strict=True) is None  # not part of a non-root user's design
+
+
+@pytest.mark.filterwarnings("ignore:.*WEAK ISOLATION")
+def test_the_refusal_reaches_the_user_as_one_line_and_exit_2(monkeypatch, capsys):
+    from boundlab.cli import friendly_errors
+
+    monkeypatch.setattr(seccomp, "deny_list_bpf", _no_libseccomp)
+    entry = friendly_errors(lambda: SandboxPool(bwrap="/nonexistent/bwrap", allow_weak_isolation=True, workers=1))
+    with pytest.raises(SystemExit) as e:
+        entry()
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert err.startswith("error: refusing to run model-written code: the seccomp layer cannot be set up")
