@@ -1,7 +1,9 @@
-"""Data that looks like markup, and requests under a foreign name, against the real dashboard server
-and the real exported file in headless Chromium (Debian's chromium + chromium-driver, as
-test_dashboard_browser.py drives them). The runs are synthetic (boundlab.dashboard.synthetic), so no
-training runs here: a sweep of two runs whose dir names, overrides and completions hold
+"""The page itself in headless Chromium (Debian's chromium + chromium-driver, as
+test_dashboard_browser.py drives them), against the real dashboard server and the real exported
+file: data that looks like markup, requests under a foreign name, and how the views read (axes,
+toolbar, numbering, empty boxes). The runs are synthetic (boundlab.dashboard.synthetic), so no
+training runs here: a sweep of two runs (n = 16, checkpoints at steps 2 and 4, no per-problem tags,
+no checkpoint crossing the base) whose dir names, overrides and completions hold
 `</script><script>...` and `<!--<script>` (the sequence after which HTML's tokenizer no longer lets
 the real `</script>` end the element).
 """
@@ -33,6 +35,8 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 from boundlab.dashboard.synthetic import make_run  # noqa: E402
 from boundlab.probe.store import Store  # noqa: E402
+from boundlab.rundir import PROBES_FILE  # noqa: E402
+from boundlab.rundir.io import write_jsonl  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 # A dir name cannot hold "/", so the run names close their script with "<\\script>"; the overrides
@@ -81,7 +85,10 @@ def site(tmp_path_factory):
     store = Store(tmp / "store.sqlite")
     for i, lr in enumerate(["1e-4", OVERRIDE]):
         run = root / "sweep" / f"{i}_{NAME}"
-        make_run(run, store, checkpoints=2, problems=4, n=4, seed=i, text=_text, bootstrap_iters=20)
+        rows = make_run(run, store, checkpoints=2, problems=4, n=16, seed=i, text=_text, bootstrap_iters=20)
+        for r in rows[1:]:
+            r["crossing_k"] = None  # no checkpoint crosses the base
+        write_jsonl(run / PROBES_FILE, rows)
         (run / ".hydra").mkdir()
         (run / ".hydra" / "overrides.yaml").write_text(f"- 'model.name={lr}'\n")
     store.close()
@@ -113,7 +120,7 @@ def _page_is_intact(d, scripts: int):
     assert d.execute_script("return window.__pwned") is None
     assert d.execute_script("return document.scripts.length") == scripts
     assert [s.get_attribute("id") for s in d.find_elements(By.CSS_SELECTOR, "main > section")] == [
-        "view-boundary", "view-steps", "view-map", "view-samples", "view-groups", "view-sweep"]
+        "view-boundary", "view-steps", "view-map", "view-groups", "view-samples", "view-sweep"]
     assert d.find_elements(By.CSS_SELECTOR, "img") == []
     labels = [o.text for o in d.find_elements(By.CSS_SELECTOR, "#run-select option")]
     assert len(labels) == 2 and all(NAME in x for x in labels), labels  # the name, shown as text
@@ -169,3 +176,75 @@ def test_a_foreign_host_header_gets_400_from_the_real_server(site, host):
     ok.request("GET", "/api/runs", headers={"Host": f"localhost:{site['port']}"})
     assert ok.getresponse().status == 200
     ok.close()
+
+
+# -- how the views read (issue 38) ---------------------------------------------------------------
+def _loaded(site):
+    d = site["driver"]
+    d.get_log("browser")
+    d.get(site["url"])
+    _ready(d)
+    WebDriverWait(d, 20).until(lambda x: x.execute_script(
+        "return document.getElementById('plot-steps').dataset.drawn === 'plotly'"
+        " && document.getElementById('plot-boundary').dataset.drawn === 'plotly'"))
+    return d
+
+
+def _ticks(d, plot: str, axis: str) -> list[str]:
+    """The tick labels plotly drew on `axis` (xtick, ytick, y2tick) of `plot`, left to right / bottom up."""
+    return d.execute_script(
+        "return [...document.querySelectorAll('#' + arguments[0] + ' g.' + arguments[1] + ' text')]"
+        ".map(t => t.textContent)", plot, axis)
+
+
+def test_log_k_ticks_are_powers_of_two_up_to_n(site):
+    d = _loaded(site)
+    assert _ticks(d, "plot-boundary", "xtick") == ["1", "2", "4", "8", "16"]
+    WebDriverWait(d, 10).until(lambda x: x.execute_script(
+        "return document.querySelectorAll('#plot-sweep-curve-0 .scatterlayer .trace').length") >= 2)
+    assert _ticks(d, "plot-sweep-curve-0", "xtick") == ["1", "2", "4", "8", "16"]
+
+
+def test_crossing_k_axis_reads_cleanly_when_nothing_crosses(site):
+    d = _loaded(site)
+    labels = _ticks(d, "plot-steps", "y2tick")
+    assert labels == ["1", "2", "4", "8", "16"], labels
+    names = d.execute_script("return document.getElementById('plot-steps').data.map(t => t.name)")
+    assert "crossing k (none: no curve crosses the base)" in names
+
+
+def test_step_axes_show_whole_steps(site):
+    d = _loaded(site)
+    for plot in ("plot-steps", "plot-sweep-0"):
+        WebDriverWait(d, 10).until(lambda x: _ticks(x, plot, "xtick"))
+        labels = _ticks(d, plot, "xtick")
+        assert labels and all(t.isdigit() for t in labels), (plot, labels)
+    assert _ticks(d, "plot-steps", "xtick") == ["2", "4"]
+
+
+def test_toolbar_does_not_cover_the_legend(site):
+    d = _loaded(site)
+    for plot in ("plot-boundary", "plot-steps"):
+        rects = d.execute_script(
+            "const p = document.getElementById(arguments[0]);"
+            "const r = (e) => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };"
+            "return [r(p.querySelector('.modebar')), ...[...p.querySelectorAll('.legend .traces')].map(r)];", plot)
+        bar, entries = rects[0], rects[1:]
+        assert entries and bar[2] > bar[0] and bar[3] > bar[1], (plot, rects)
+        for e in entries:  # no legend entry intersects the toolbar's box
+            assert e[3] <= bar[1] or e[1] >= bar[3] or e[2] <= bar[0] or e[0] >= bar[2], (plot, bar, e)
+
+
+def test_sections_are_numbered_in_page_order(site):
+    d = _loaded(site)
+    heads = [h.text for h in d.find_elements(By.CSS_SELECTOR, "main > section > h2")]
+    assert [int(h.split(".", 1)[0]) for h in heads] == [1, 2, 3, 4, 5, 6], heads
+
+
+def test_a_run_without_tags_gets_no_empty_plot_box(site):
+    d = _loaded(site)
+    assert "no per-problem tag" in d.find_element(By.ID, "groups-table").text
+    box = d.execute_script("const b = document.getElementById('plot-groups').getBoundingClientRect(); return b.height")
+    assert box == 0
+    assert d.execute_script("return document.querySelector('#view-groups').getBoundingClientRect().height") < 120
+    assert _severe(d) == []
