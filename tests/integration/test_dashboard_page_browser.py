@@ -233,6 +233,12 @@ def test_toolbar_does_not_cover_the_legend(site):
         assert entries and bar[2] > bar[0] and bar[3] > bar[1], (plot, rects)
         for e in entries:  # no legend entry intersects the toolbar's box
             assert e[3] <= bar[1] or e[1] >= bar[3] or e[2] <= bar[0] or e[0] >= bar[2], (plot, bar, e)
+    # view 2's legend sits right of its crossing-k axis title, not over it
+    title, legend = d.execute_script(
+        "const p = document.getElementById('plot-steps');"
+        "const r = (e) => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };"
+        "return [r(p.querySelector('.g-y2title')), r(p.querySelector('.legend'))];")
+    assert title[2] > title[0] and title[2] <= legend[0], (title, legend)
 
 
 def test_sections_are_numbered_in_page_order(site):

@@ -225,7 +225,8 @@ async function drawSteps() {
   const nK = typeof n === "number" ? n : 1;
   await render("plot-steps", traces, { margin: { t: TOP }, shapes, xaxis: stepAxis(x, "training step"),
     yaxis: { title: { text: "pass@k" }, range: [0, 1.02] },
-    yaxis2: { ...logKAxis(nK, "crossing k"), overlaying: "y", side: "right" } });
+    yaxis2: { ...logKAxis(nK, "crossing k"), overlaying: "y", side: "right" },
+    legend: { x: 1.07, xanchor: "left" } });  // right of the crossing-k axis's title, not over it
 }
 
 // -- view 3 -----------------------------------------------------------------------------------
