@@ -241,6 +241,17 @@ def test_toolbar_does_not_cover_the_legend(site):
     assert title[2] > title[0] and title[2] <= legend[0], (title, legend)
 
 
+def test_the_sweeps_last_checkpoint_plot_has_its_base_curves(site):
+    d = _loaded(site)
+    WebDriverWait(d, 10).until(lambda x: x.execute_script(
+        "return document.querySelectorAll('#plot-sweep-curve-0 .scatterlayer .trace').length") >= 2)
+    names = d.execute_script("return document.getElementById('plot-sweep-curve-0').data.map(t => t.name)")
+    bases = [x for x in names if x.startswith("base of ")]
+    assert len(bases) == 2 and sum(x.endswith("last checkpoint") for x in names) == 2, names  # two seeds: two bases
+    n = d.execute_script("return document.getElementById('plot-sweep-curve-0').data.find(t => t.name.startsWith('base')).x.length")
+    assert n == 16
+
+
 def test_sections_are_numbered_in_page_order(site):
     d = _loaded(site)
     heads = [h.text for h in d.find_elements(By.CSS_SELECTOR, "main > section > h2")]

@@ -359,6 +359,13 @@ async function drawSweeps() {
         steps.push({ x: r.steps, y: r["pass@1"], mode: "lines", name: name + " pass@1", line: { color: col(val(r)), dash: "dot" } });
         if (r.last_curve) curves.push({ x: r.last_curve.map((_, i) => i + 1), y: r.last_curve, mode: "lines", name: name + " last checkpoint", line: { color: col(val(r)) } });
       }
+      // each distinct base once (a sweep usually shares one), in black, dashed
+      const bases = new Map();
+      for (const r of s.runs) if (r.base_curve && !bases.has(r.base_key || r.label)) bases.set(r.base_key || r.label, r);
+      for (const r of bases.values()) {
+        curves.push({ x: r.base_curve.map((_, i) => i + 1), y: r.base_curve, mode: "lines", line: { color: "#000", dash: "dash", width: 2 },
+          name: bases.size > 1 ? "base of " + r.label : "base" });
+      }
       const nK = Math.max(1, ...s.runs.map((r) => (r.last_curve ? r.last_curve.length : 1)));
       Plotly.react(a, steps, { margin: { t: TOP + 20 }, title: { text: "pass@1 (dotted) and pass@n over steps" }, xaxis: stepAxis(s.runs.flatMap((r) => r.steps), "step"), yaxis: { range: [0, 1.02] } });
       Plotly.react(b, curves, { margin: { t: TOP + 20 }, title: { text: "pass@k of each run's last checkpoint" }, xaxis: logKAxis(nK, "k"), yaxis: { range: [0, 1.02] } });
