@@ -122,6 +122,17 @@ def test_a_missing_seccomp_layer_is_refused_in_one_line(monkeypatch):
 
 
 @pytest.mark.filterwarnings("ignore:.*WEAK ISOLATION")
+def test_a_missing_seccomp_layer_is_refused_with_bubblewrap_too(monkeypatch):
+    from boundlab.sandbox import isolation_problem
+
+    if isolation_problem() is not None:
+        pytest.skip(f"bubblewrap cannot run here: {isolation_problem()}")
+    monkeypatch.setattr(seccomp, "deny_list_bpf", _no_libseccomp)
+    monkeypatch.setattr("boundlab.sandbox.launch._PROBE_CACHE", {})  # bubblewrap's own probe runs again
+    with pytest.raises(SandboxUnavailable, match="^refusing to run model-written code: the seccomp layer"):
+        SandboxPool(workers=1)
+
+
 def test_the_opt_out_runs_without_the_layer_and_says_so(monkeypatch, caplog):
     monkeypatch.setattr(seccomp, "deny_list_bpf", _no_libseccomp)
     with warnings.catch_warnings(record=True) as w:
