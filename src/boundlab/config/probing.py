@@ -238,6 +238,9 @@ class CodeVerifyConfig:
     memory_mb: int = 1024
     # Run without bubblewrap isolation (loudly warned; never chosen silently).
     allow_weak_isolation: bool = False
+    # Run when another confinement layer (seccomp; cgroups as root) cannot be set up (logged;
+    # without it such a run is refused in one line). See boundlab.sandbox.layers.
+    allow_weaker: bool = False
 
 
 @dataclass
