@@ -39,10 +39,10 @@ EXPECTED_LABEL = {"strict": F.STRICT_CORRECT, "wrong": F.WRONG_DECISION, "slip":
                   "early_slip": F.SLIP, "bad_state": F.BAD_STATE, "lucky": F.LUCKY}
 
 
-def make_store(path: Path) -> None:
+def make_store(path: Path, meta: dict | None = None) -> None:
     store = Store(path)
     for key, plan in (("base", BASE), ("arm", ARM)):
-        store.ensure_probe(key, f"fp-{key}", "task-fp", {"seed": 0}, key, "toy2")
+        store.ensure_probe(key, f"fp-{key}", "task-fp", {"seed": 0}, key, "toy2", meta)
         rows = []
         for short, kinds in plan.items():
             p = PROBLEMS[f"tw2-test-{short}"]
@@ -138,3 +138,38 @@ def test_the_report_section_on_a_toy2_store(tmp_path):
         luck = {r["model"]: r for r in csv.DictReader(f)}
     assert math.isclose(float(luck["arm"]["lucky_pass@1"]), 0.0625)
     assert float(luck["base"]["lucky_pass@1"]) == 0.0
+
+
+def test_fig6_per_tier_on_a_toy2_store(tmp_path):
+    """Fig. 6 per tier, scored by the shipped toy2 base: the same canonical text has the same
+    perplexity whichever model wrote it (the tautology the caption states)."""
+    from omegaconf import OmegaConf
+
+    from boundlab.config import register_configs
+    from boundlab.report.build import run
+    from boundlab.report.schema import ReportMain
+    from boundlab.toyworld2.paths import base_model_dir
+
+    make_store(tmp_path / "store.sqlite", {"path": str(base_model_dir())})
+    register_configs()
+    cfg = OmegaConf.structured(ReportMain)
+    cfg.out = str(tmp_path / "report")
+    cfg.store.path = str(tmp_path / "store.sqlite")
+    cfg.logger.name = "none"
+    cfg.bootstrap_iters = 50
+    cfg.base = "base"
+    cfg.models = ["arm"]
+    cfg.perplexity.samples = 3
+    cfg.perplexity.torch_threads = 1
+    cfg.perplexity.device = "cpu"
+    md = run(cfg).read_text()
+    assert "only reflects the tier mix" in md
+    with (tmp_path / "report" / "perplexity_by_tier.csv").open() as f:
+        got = {(r["tier"], r["group"]): r for r in csv.DictReader(f)}
+    # correct responses: base E 4, H1 2, B3 2; arm E 4, H1 1 (the bare A:27), H2 3; at most 3 drawn
+    scored = {k: int(v["scored"]) for k, v in got.items()}
+    assert scored == {("B3", "base"): 2, ("B3", "arm"): 0, ("E", "base"): 3, ("E", "arm"): 3,
+                      ("H1", "base"): 2, ("H1", "arm"): 1, ("H2", "base"): 0, ("H2", "arm"): 3}
+    # every E response is the one canonical trace of tw2-test-0001: equal under the base
+    assert float(got[("E", "base")]["median"]) == float(got[("E", "arm")]["median"]) > 1.0
+    assert (tmp_path / "report" / "perplexity_by_tier.png").stat().st_size > 5000
