@@ -86,11 +86,22 @@ def test_teacher_forced_entropies_by_hand():
     assert ent[0] == pytest.approx(math.log(4), abs=1e-6)
     assert ent[1] == pytest.approx(h, abs=1e-6)
     assert ent[2:] == pytest.approx([0.0] * (len(text) - 2), abs=1e-6)
-    s = DE.sample_split(model, tok, q, prompt(q), text, temperature=1.0)
+    at = decision_offsets(q, text)
+    assert at == [1]
+    s = DE.sample_split(model, tok, prompt(q), text, at, temperature=1.0)
     assert s.decision == pytest.approx(h, abs=1e-6)          # the `+` at offset 1
     assert s.rest == pytest.approx(math.log(4) / 20, abs=1e-6)
     # T = 0.5 doubles the logits: [0, 2 ln 3] -> p = 1/10, 9/10
-    cold = DE.sample_split(model, tok, q, prompt(q), text, temperature=0.5)
+    cold = DE.sample_split(model, tok, prompt(q), text, at, temperature=0.5)
     assert cold.decision == pytest.approx(-(0.1 * math.log(0.1) + 0.9 * math.log(0.9)), abs=1e-6)
     with pytest.raises(ValueError, match="temperature > 0"):
         DE.token_entropies(model, tok, prompt(q), text, temperature=0.0)
+
+
+def test_the_toy2_verifier_gives_the_probe_layer_its_decision_offsets():
+    from boundlab.tasks.base import Problem
+    from boundlab.toyworld2.verifier import Toy2Verifier
+
+    text = "3*4=12>2+12+5*2,2+12=14>14+5*2,5*2=10>14+10,14+10=24;A:24"
+    p = Problem("p", "2+3*4+5*2", "24", {"tier": "H2"})
+    assert Toy2Verifier().decision_offsets(p, text) == [0, 31]

@@ -41,6 +41,7 @@ def test_toy2_base_against_itself_on_decision_tokens(tmp_path):
     from boundlab.probe.entropy_match import CLOSEST, MATCHED
     from boundlab.probe.store import Store
     from boundlab.tasks import build_task
+    from boundlab.toyworld2.decisions import decision_offsets
 
     torch.set_num_threads(1)
     base = base_model_dir()
@@ -66,7 +67,8 @@ def test_toy2_base_against_itself_on_decision_tokens(tmp_path):
         ids = {pc.problem_id for pc in store.counts(pts[t]["key"])}
         assert len(ids) == 16
         sub = task.with_problems([p for p in task.problems if p.problem_id in ids])
-        split = probe_split(store, pts[t]["key"], sub, model, tok, t, 1.0, 8)
+        split = probe_split(store, pts[t]["key"], sub, model, tok, t,
+                            lambda p, text: decision_offsets(p.question, text), 1.0, 8)
         assert split.decision_tokens > 16
         assert split.decision == pytest.approx(pts[t]["entropy"], rel=1e-4)
         assert s["splits"][pts[t]["key"]]["rest_tokens"] == split.rest_tokens

@@ -4,8 +4,9 @@ The stored entropy (`boundlab.probe.entropy`) is one mean per sample over all it
 entropy can be execution noise (a slip's digits) while its decision tokens collapse, so the mean
 over all tokens can hide the one thing the temperature control is meant to restore. Here the
 entropies are split: *decision tokens* are the characters where a toy2 trace makes a strategy
-choice (`boundlab.toyworld2.decisions.decision_offsets`); the rest is every other token of the
-completion text.
+choice (`boundlab.toyworld2.decisions.decision_offsets`, reached through the toy2 verifier's
+`decision_offsets` method, since the probe layer never imports a world); the rest is every other
+token of the completion text.
 
 Per-token entropies are not stored, so they are recomputed by scoring the stored completion under
 the model (teacher forcing): the entropy at completion token t is that of the distribution it was
@@ -20,7 +21,7 @@ no decision token (a bare `A:24` at a state with no choice, an easy problem) add
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 
 @dataclass(frozen=True)
@@ -100,17 +101,21 @@ def token_entropies(model: Any, tok: Any, prompt: str, completion: str, temperat
     return [float(h) for h in ent.cpu()], c_ids
 
 
-def sample_split(model: Any, tok: Any, question: str, prompt: str, completion: str,
+def sample_split(model: Any, tok: Any, prompt: str, completion: str, offsets: Iterable[int],
                  temperature: float, top_p: float = 1.0) -> Split:
-    """One toy2 completion's decision/rest split at the given sampling settings."""
-    from boundlab.toyworld2.decisions import decision_offsets
-
+    """One completion's decision/rest split at the given sampling settings, its decision tokens at
+    the character `offsets` of the completion."""
     ent, ids = token_entropies(model, tok, prompt, completion, temperature, top_p)
-    return split(ent, token_spans(tok, ids), decision_offsets(question, completion))
+    return split(ent, token_spans(tok, ids), offsets)
+
+
+# (problem, completion) -> character offsets of its decision tokens: the world's own rule, e.g. the
+# toy2 verifier's `decision_offsets` (this layer never imports a world).
+Offsets = Callable[[Any, str], Sequence[int]]
 
 
 def probe_split(store: Any, key: str, task: Any, model: Any, tok: Any, temperature: float,
-                top_p: float = 1.0, n_max: int | None = None) -> Split:
+                offsets: Offsets, top_p: float = 1.0, n_max: int | None = None) -> Split:
     """The pooled split over each of `task`'s problems' first n_max stored samples of probe `key`."""
     from boundlab.probe.store import dropped_error
 
@@ -122,5 +127,6 @@ def probe_split(store: Any, key: str, task: Any, model: Any, tok: Any, temperatu
             raise dropped_error(dropped, "the decision-token entropy", key)
         prompt = task.render(problem, tok)
         for r in rows:
-            total = total + sample_split(model, tok, problem.question, prompt, r.text, temperature, top_p)
+            total = total + sample_split(model, tok, prompt, r.text, offsets(problem, r.text),
+                                         temperature, top_p)
     return total

@@ -134,7 +134,8 @@ def _entropy_of(res: ProbeResult, who: str) -> float:
 
 
 def _decision_entropy(res: ProbeResult, who: str, task: Task, store: Any, sampler: Any, tok: Any,
-                      t: float, top_p: float, n: int, splits: dict[str, dict[str, Any]]) -> float:
+                      t: float, top_p: float, n: int, splits: dict[str, dict[str, Any]],
+                      verifier: Any) -> float:
     """The probe's pooled decision-token entropy at temperature t, its stored texts scored again
     under the sampler's model (`boundlab.probe.decision_entropy`); its split goes into `splits`."""
     from boundlab.probe.decision_entropy import probe_split
@@ -143,7 +144,11 @@ def _decision_entropy(res: ProbeResult, who: str, task: Task, store: Any, sample
     if model is None or not hasattr(model, "parameters"):
         raise UserError(f"match_entropy.tokens=decision scores the stored samples under the model, and "
                         f"sampler {getattr(sampler, 'name', '?')} holds none: use sampler=hf")
-    s = probe_split(store, res.key, task, model, tok, t, top_p, n)
+    offsets = getattr(verifier, "decision_offsets", None)
+    if offsets is None:
+        raise UserError(f"match_entropy.tokens=decision: verifier {getattr(verifier, 'name', '?')} "
+                        f"defines no decision tokens (toy2's does)")
+    s = probe_split(store, res.key, task, model, tok, t, offsets, top_p, n)
     if not s.decision_tokens:
         raise UserError(f"{who}: no decision token in the search subsample's samples (probe "
                         f"{res.key}); match on decision tokens over tiers that have decisions "
@@ -207,7 +212,8 @@ def run_match(cfg: Any, task: Task, verifier: Any, store: Any, logger_factory: C
     def search_entropy(res: ProbeResult, who: str, sampler: Any, tok: Any, t: float) -> float:
         if match_on == "all":
             return _entropy_of(res, who)
-        return _decision_entropy(res, who, sub, store, sampler, tok, t, gen0.top_p, int(m.n), splits)
+        return _decision_entropy(res, who, sub, store, sampler, tok, t, gen0.top_p, int(m.n), splits,
+                                 verifier)
 
     # The base first (its sampler closed before the checkpoint's opens: one model in memory).
     sampler, tok, fp = open_model(base_cfg)
@@ -339,7 +345,8 @@ def summary_lines(out: dict[str, Any]) -> list[str]:
         "",
         f"entropy match ({out['metric']} pass@k; entropy = mean per-token entropy per sample, nats):",
         f"  search on {s['problems']} problems x {s['n']} samples, matching "
-        f"{'decision-token' if s.get('tokens') == 'decision' else 'all-token'} entropy: base {s['target_entropy']:.4f} "
+        f"{'decision-token' if s.get('tokens') == 'decision' else 'all-token'} entropy: "
+        f"base {s['target_entropy']:.4f} "
         f"at T={s['base_temperature']:g}; checkpoint {tried}",
         f"  chosen T = {s['chosen_temperature']:g} ({status})",
         row(f"base T={out['base']['temperature']:g}", "base", None),

@@ -84,10 +84,11 @@ def classify_verdict(correct: bool, strict: bool | None, info: Mapping[str, Any]
 
 
 def classify(problem: Any, completion: str) -> str:
-    """The failure label of `completion` (with or without its prompt) for a toy2 problem."""
-    from boundlab.toyworld2.verifier import judge
+    """The failure label of `completion` (with or without its prompt) for a toy2 problem, judged
+    by the registered `toy2` verifier (the probe layer never imports a world)."""
+    from boundlab.verify import build_verifier
 
-    v = judge(problem, completion)
+    v = build_verifier("toy2").score(problem, [completion])[0]
     return classify_verdict(v.correct, v.strict, v.info)
 
 

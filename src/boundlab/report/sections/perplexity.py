@@ -149,8 +149,8 @@ def _per_tag(d: Doc, field: str, by_tag: dict[str, dict[str, list[float]]], whic
               "the one canonical trace of its problem, the same text whichever model wrote it, so its "
               "perplexity under the base is fixed per problem, and a group's overall median moves with "
               "how many of its correct responses come from each tier (tiers differ in trace length and "
-              "in the rare decisions a trace holds). Only within one tier can groups be compared, and there it "
-              "reflects which problems each solves, not new reasoning."
+              "in the rare decisions a trace holds). Only within one tier can groups be compared, "
+              "and there it reflects which problems each solves, not new reasoning."
               if metric == "strict" else
               f"Across values of `{field}` the overall medians mix problems of different kinds: "
               f"compare groups within one value.")
