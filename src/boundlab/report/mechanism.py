@@ -67,10 +67,16 @@ class ProblemMechanism:
     arm: Side
 
     @property
+    def explaining(self) -> str:
+        """The side whose failures explain the change: the arm's on a lost problem, the base's on
+        a gained one."""
+        return "arm" if self.direction == "lost" else "base"
+
+    @property
     def cause(self) -> str:
         """On a lost problem: what the arm's failures mostly are (`strategy` or `execution`); on a
         gained one, what the base's were. `none` when that side has no failing sample (all lucky)."""
-        side = self.arm if self.direction == "lost" else self.base
+        side = getattr(self, self.explaining)
         if side.failing == 0:
             return "none"
         return "strategy" if 2 * side.strategy >= side.failing else "execution"

@@ -75,20 +75,26 @@ def render(r: Report, d: Doc) -> None:
         rows = []
         for a in arms:
             for pm in a.problems:
-                rows.append([a.label, pm.problem_id, pm.tag, pm.direction, pm.cause,
+                ex = getattr(pm, pm.explaining)
+                rows.append([a.label, pm.problem_id, pm.tag, pm.direction, pm.cause, pm.explaining,
+                             ex.strategy, ex.execution, ex.mix[F.LUCKY],
                              pm.base.n, pm.base.c_strict, pm.arm.n, pm.arm.c_strict,
                              pm.base.decision_rate, pm.arm.decision_rate]
                             + [pm.base.mix[lab] for lab in F.LABELS]
                             + [pm.arm.mix[lab] for lab in F.LABELS])
-        cols = (["arm", "problem_id", tag_field or "tag", "direction", "cause", "base_n",
+        cols = (["arm", "problem_id", tag_field or "tag", "direction", "cause", "side",
+                 "side_strategy", "side_execution", "side_lucky", "base_n",
                  "base_c_strict", "arm_n", "arm_c_strict", "base_decision_rate", "arm_decision_rate"]
                 + [f"base_{lab}" for lab in F.LABELS] + [f"arm_{lab}" for lab in F.LABELS])
         if rows:
             d.table(Table("mechanism_problems", cols, rows),
                     md_columns=["arm", "problem_id", tag_field or "tag", "direction", "cause",
-                                "base_c_strict", "arm_c_strict", "arm_wrong_decision", "arm_slip",
-                                "arm_bad_state", "arm_invalid_move", "arm_malformed", "arm_lucky"],
-                    caption="Every lost and gained problem; both sides' full mixes are in the CSV.")
+                                "base_c_strict", "arm_c_strict", "side", "side_strategy",
+                                "side_execution", "side_lucky"],
+                    caption="Every lost and gained problem. side: whose samples explain it (the "
+                            "arm's on a lost problem, the base's on a gained one), with their "
+                            "strategy (wrong decision), execution and lucky counts; both sides' "
+                            "full mixes by label are in the CSV.")
         else:
             d.add("No arm loses or gains a problem against the base.")
     d.add("### Luck check")
