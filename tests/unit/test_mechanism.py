@@ -135,7 +135,8 @@ def test_the_report_section_on_a_toy2_store(tmp_path):
     assert set(probs) == {"tw2-test-0000", "tw2-test-0002", "tw2-test-0004"}
     assert (probs["tw2-test-0002"]["tier"], probs["tw2-test-0002"]["arm_slip"]) == ("H1", "2")
     p2, p0 = probs["tw2-test-0002"], probs["tw2-test-0000"]
-    assert (p2["side"], p2["side_strategy"], p2["side_execution"], p2["side_lucky"]) == ("arm", "0", "3", "1")
+    assert (p2["side"], p2["side_strategy"], p2["side_execution"], p2["side_lucky"]) == \
+        ("arm", "0", "3", "1")
     assert (p0["side"], p0["side_strategy"], p0["side_execution"], p0["cause"]) == ("base", "4", "0", "strategy")
     with (tmp_path / "report" / "luck.csv").open() as f:
         luck = {r["model"]: r for r in csv.DictReader(f)}
