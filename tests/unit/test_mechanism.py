@@ -177,3 +177,21 @@ def test_fig6_per_tier_on_a_toy2_store(tmp_path):
     # every E response is the one canonical trace of tw2-test-0001: equal under the base
     assert float(got[("E", "base")]["median"]) == float(got[("E", "arm")]["median"]) > 1.0
     assert (tmp_path / "report" / "perplexity_by_tier.png").stat().st_size > 5000
+
+
+def test_luck_of_an_adaptive_probe_reads_its_first_round_only(tmp_path):
+    """Later rounds are drawn only for open problems: the luck check counts each problem's first n0."""
+    store = Store(tmp_path / "a.sqlite")
+    store.ensure_probe("adp", "fp", "task-fp", {"seed": 0, "adaptive": {"n0": 2, "cap": 4}}, "adp", "toy2")
+    p = PROBLEMS["tw2-test-0002"]
+    kinds = ["strict", "slip", "lucky", "lucky"]  # rounds: [strict, slip] then [lucky, lucky]
+    rows = []
+    for i, kind in enumerate(kinds):
+        v = judge(p, T["0002"][kind])
+        rows.append(SampleRow(p.problem_id, i, T["0002"][kind], v.extracted, v.correct, v.strict,
+                              v.outcome, 5, v.info))
+    store.add_samples("adp", rows)
+    lk = M.luck(store, "adp", "adp", [p.problem_id], None)
+    assert (lk.n, lk.answer_pass1, lk.strict_pass1, lk.lucky_pass1) == (2, 0.5, 0.5, 0.0)
+    assert M.luck(store, "adp", "adp", [p.problem_id], 1).n == 1  # report.n below n0 cuts further
+    store.close()
