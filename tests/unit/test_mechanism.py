@@ -137,7 +137,8 @@ def test_the_report_section_on_a_toy2_store(tmp_path):
     p2, p0 = probs["tw2-test-0002"], probs["tw2-test-0000"]
     assert (p2["side"], p2["side_strategy"], p2["side_execution"], p2["side_lucky"]) == \
         ("arm", "0", "3", "1")
-    assert (p0["side"], p0["side_strategy"], p0["side_execution"], p0["cause"]) == ("base", "4", "0", "strategy")
+    assert (p0["side"], p0["side_strategy"], p0["side_execution"], p0["cause"]) == \
+        ("base", "4", "0", "strategy")
     with (tmp_path / "report" / "luck.csv").open() as f:
         luck = {r["model"]: r for r in csv.DictReader(f)}
     assert math.isclose(float(luck["arm"]["lucky_pass@1"]), 0.0625)
@@ -195,3 +196,40 @@ def test_luck_of_an_adaptive_probe_reads_its_first_round_only(tmp_path):
     assert (lk.n, lk.answer_pass1, lk.strict_pass1, lk.lucky_pass1) == (2, 0.5, 0.5, 0.0)
     assert M.luck(store, "adp", "adp", [p.problem_id], 1).n == 1  # report.n below n0 cuts further
     store.close()
+
+
+def test_a_strict_store_of_another_world_gets_the_luck_check_only(tmp_path):
+    """The first toy world checks traces (strict counts) but has no toy2 replay: no failure types,
+    said in one line, and the luck check still runs."""
+    from omegaconf import OmegaConf
+
+    from boundlab.config import register_configs
+    from boundlab.report.build import run
+    from boundlab.report.schema import ReportMain
+
+    ids = [f"toy-test-{i:04d}" for i in range(3)]
+    # (correct, strict) per sample: the arm loses toy-test-0000, and answers one sample luckily
+    plan = {"base": [[(1, 1), (0, 0)], [(1, 1), (1, 1)], [(0, 0), (0, 0)]],
+            "arm": [[(1, 0), (0, 0)], [(1, 1), (1, 1)], [(0, 0), (0, 0)]]}
+    store = Store(tmp_path / "store.sqlite")
+    for key, per in plan.items():
+        store.ensure_probe(key, f"fp-{key}", "task-fp", {"seed": 0}, key, "toy_arith")
+        store.add_samples(key, [SampleRow(pid, i, f"{key} {pid} #{i}", None, bool(c), bool(s), "ok", 3,
+                                          {"note": "no replay"})
+                                for pid, vs in zip(ids, per) for i, (c, s) in enumerate(vs)])
+    store.close()
+    register_configs()
+    cfg = OmegaConf.structured(ReportMain)
+    cfg.out = str(tmp_path / "report")
+    cfg.store.path = str(tmp_path / "store.sqlite")
+    cfg.logger.name = "none"
+    cfg.bootstrap_iters = 50
+    cfg.base = "base"
+    cfg.models = ["arm"]
+    cfg.perplexity.enabled = False
+    md = run(cfg).read_text()
+    assert "No failure types: the base's samples carry no toy2 replay" in md
+    assert not (tmp_path / "report" / "mechanism_summary.csv").exists()
+    with (tmp_path / "report" / "luck.csv").open() as f:
+        luck = {r["model"]: r for r in csv.DictReader(f)}
+    assert math.isclose(float(luck["arm"]["lucky_pass@1"]), (1 / 2) / 3)

@@ -116,6 +116,12 @@ class ArmMechanism:
         return out
 
 
+def has_replay(store: Any, key: str) -> bool:
+    """Whether the probe's samples carry a toy2 replay (`info["strategy"]`), judged on one sample."""
+    row = store.db.execute("SELECT info FROM samples WHERE key=? LIMIT 1", (key,)).fetchone()
+    return bool(row and row[0] and "strategy" in json.loads(row[0]))
+
+
 def _rate(sides: Sequence[Side]) -> float:
     met = sum(s.decisions_met for s in sides)
     return sum(s.decisions_right for s in sides) / met if met else float("nan")

@@ -33,6 +33,23 @@ def _luck_rows(r: Report) -> list[list]:
     return rows
 
 
+def _arms(r: Report, d: Doc, tags: dict[str, str]) -> list[M.ArmMechanism]:
+    """Every arm's mechanism rows; [] (said in the doc) when the samples carry no toy2 replay."""
+    if not M.has_replay(r.store, r.base.entry.key):
+        d.add("No failure types: the base's samples carry no toy2 replay (info['strategy']); they "
+              "exist for task=toy2 only.")
+        return []
+    arms = []
+    try:
+        for p, vs in r.pairs():
+            arms.append(M.arm_mechanism(r.store, p.entry.label, r.base.entry.key, p.entry.key,
+                                        vs.coverage.base_only, vs.coverage.model_only, r.cfg.n, tags))
+    except F.NotToy2 as e:
+        d.add(f"No failure types: {e}.")
+        return []
+    return arms
+
+
 def render(r: Report, d: Doc) -> None:
     d.add("Why an arm loses a problem (strict c > 0 at the base, 0 at the arm, each over its first n "
           "samples; the coverage section's base-only cell) or gains one (the reverse): the failure "
@@ -50,14 +67,7 @@ def render(r: Report, d: Doc) -> None:
         return
     tag_field = next(iter(r.tags), None)
     tags = r.tags.get(tag_field, {}) if tag_field else {}
-    arms: list[M.ArmMechanism] = []
-    try:
-        for p, vs in r.pairs():
-            arms.append(M.arm_mechanism(r.store, p.entry.label, r.base.entry.key, p.entry.key,
-                                        vs.coverage.base_only, vs.coverage.model_only, r.cfg.n, tags))
-    except F.NotToy2 as e:
-        d.add(f"No failure types: {e}.")
-        arms = []
+    arms = _arms(r, d, tags)
     if arms:
         summ = [a.summary() for a in arms]
         d.table(Table("mechanism_summary", ["arm"] + _SUMMARY, [[s["arm"]] + [s[c] for c in _SUMMARY]
