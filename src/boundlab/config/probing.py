@@ -238,6 +238,9 @@ class CodeVerifyConfig:
     memory_mb: int = 1024
     # Run without bubblewrap isolation (loudly warned; never chosen silently).
     allow_weak_isolation: bool = False
+    # Run when another confinement layer (seccomp; cgroups as root) cannot be set up (logged;
+    # without it such a run is refused in one line). See boundlab.sandbox.layers.
+    allow_weaker: bool = False
 
 
 @dataclass
@@ -325,6 +328,10 @@ class MatchEntropyConfig:
     steps: int = 6
     # Stop once the entropy is within this fraction of the base's.
     tol: float = 0.02
+    # What entropy is matched: `all` (the mean per-token entropy of every token, as stored) or
+    # `decision` (toy2 only: the mean over the tokens where a trace chooses its strategy,
+    # boundlab.probe.decision_entropy, recomputed under each model at each temperature tried).
+    tokens: str = "all"
 
 
 @dataclass

@@ -168,6 +168,10 @@ def sweep(index: Index) -> dict[str, Any]:
              "pass@1": [x["pass@1"] for x in r.rows if x["kind"] == "checkpoint"],
              "pass@n": [x["pass@n"] for x in r.rows if x["kind"] == "checkpoint"],
              "base": _clean({k: r.base.get(k) for k in ("pass@1", "pass@n", "n")}) if r.base else None,
-             "last_curve": next((x["curve"] for x in reversed(r.rows) if x["kind"] == "checkpoint"), None)}
+             "last_curve": next((x["curve"] for x in reversed(r.rows) if x["kind"] == "checkpoint"), None),
+             # the base's own curve, to read each last checkpoint against (runs sharing a base
+             # share its probe key, and the page draws it once)
+             "base_curve": r.base.get("curve") if r.base else None,
+             "base_key": r.base.get("probe_key") if r.base else None}
             for r in runs]})
     return {"sweeps": out}

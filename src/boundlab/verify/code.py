@@ -190,9 +190,11 @@ class CodeVerifier(Verifier):
     # 2: EvalPlus (HumanEval+/MBPP+) and LiveCodeBench functional problems; a test's own time
     # limit is a `timeout` outcome (was `failed`).
     version = 2
-    # Cannot change a verdict: the worker count. Everything else it is built with (its
+    # Cannot change a verdict: the worker count, the opt-out below. Everything else it is built with (its
     # `verify.code` block, any other SandboxConfig field) is in the probe key.
-    verdict_neutral = frozenset({"workers"})
+    # `allow_weaker` only lets a run start without a layer that failed to set up (the pool logs
+    # which): an honest program's verdict is the same with it, and keys stay as they were.
+    verdict_neutral = frozenset({"workers", "allow_weaker"})
 
     def identity(self) -> dict[str, Any]:
         # Programs run under this interpreter (sys.executable): its version can change a verdict.
