@@ -235,7 +235,8 @@ class Store:
                      model_name: str = "", task_name: str = "", meta: dict | None = None) -> None:
         with self._errors("writing"):
             self.db.execute(
-                "INSERT OR IGNORE INTO probes VALUES (?,?,?,?,?,?,?,?)",
+                "INSERT OR IGNORE INTO probes (key, model_fp, task_fp, settings, model_name, task_name, "
+                "created, meta) VALUES (?,?,?,?,?,?,?,?)",
                 (key, model_fp, task_fp, json.dumps(settings, sort_keys=True), model_name, task_name,
                  time.time(), json.dumps(meta or {})),
             )
@@ -438,7 +439,8 @@ class Store:
         with self._errors("writing"):
             self.db.execute("BEGIN IMMEDIATE")
             try:
-                self.db.executemany("INSERT OR REPLACE INTO adaptive_state VALUES (?,?,?,?,?,?)",
+                self.db.executemany("INSERT OR REPLACE INTO adaptive_state (key, problem_id, n, c, reason, round) "
+                                    "VALUES (?,?,?,?,?,?)",
                                     [(key, *r) for r in rows])
                 self.db.execute("COMMIT")
             except BaseException:
@@ -459,7 +461,7 @@ class Store:
 
     def put_file_hash(self, path: str, size: int, mtime_ns: int, sha: str) -> None:
         with self._errors("writing"):
-            self.db.execute("INSERT OR REPLACE INTO file_hashes VALUES (?,?,?,?)",
+            self.db.execute("INSERT OR REPLACE INTO file_hashes (path, size, mtime_ns, sha) VALUES (?,?,?,?)",
                             (path, size, mtime_ns, sha))
 
     def close(self) -> None:
