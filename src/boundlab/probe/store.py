@@ -154,9 +154,18 @@ def dropped_error(dropped: int, what: str, key: str | None = None) -> TextDroppe
 
 class Store:
     def __init__(self, path: str | Path, writable: bool = True):
-        """`writable=False` (readers such as report.py) skips the write check, so a read-only
-        store can still be read."""
+        """`writable=False` (readers such as report.py, the dashboard) opens the file `mode=ro` and
+        never writes to it: no journal-mode switch, no schema change, no side file left
+        (`boundlab.probe.store_ro`); a store that needs a migration to be read is one line."""
         self.path = Path(path).expanduser()
+        self.writable = writable
+        if not writable:
+            from boundlab.probe import store_ro
+
+            self._side_before = store_ro.side_files(self.path)
+            with self._errors("opening"):
+                self.db = store_ro.open_readonly(self.path)
+            return
         if self.path.is_dir():
             raise StoreError(f"store.path={self.path} is a directory, not a SQLite file: set "
                              f"store.path={self.path / 'store.sqlite'} (or BOUNDLAB_STORE)")
@@ -176,13 +185,11 @@ class Store:
                     self.db.execute("PRAGMA journal_mode=WAL")
                     self.db.execute("PRAGMA synchronous=NORMAL")
                     self.db.executescript(_SCHEMA)
-                    if writable:
-                        self._add_columns()
+                    self._add_columns()
                     # SQLite opens a write-protected file read-only without a word, and the first
                     # insert would fail after the model is loaded: write once now (the same value).
-                    if writable:
-                        version = self.db.execute("PRAGMA user_version").fetchone()[0]
-                        self.db.execute(f"PRAGMA user_version={int(version)}")
+                    version = self.db.execute("PRAGMA user_version").fetchone()[0]
+                    self.db.execute(f"PRAGMA user_version={int(version)}")
                     break
                 except sqlite3.OperationalError as e:
                     if "locked" not in str(e) or attempt == 19:
@@ -460,19 +467,23 @@ class Store:
         return row[0] if row else None
 
     def put_file_hash(self, path: str, size: int, mtime_ns: int, sha: str) -> None:
+        if not self.writable:  # a cache: a reader computes the hash and keeps nothing
+            return
         with self._errors("writing"):
             self.db.execute("INSERT OR REPLACE INTO file_hashes (path, size, mtime_ns, sha) VALUES (?,?,?,?)",
                             (path, size, mtime_ns, sha))
 
     def close(self) -> None:
         self.db.close()
+        if not self.writable:
+            from boundlab.probe import store_ro
+
+            store_ro.tidy_side_files(self.path, self._side_before)
 
 
-if __name__ == "__main__":  # python -m boundlab.probe.store merge A B --out C (boundlab.probe.merge)
+if __name__ == "__main__":  # merge A B --out C (boundlab.probe.merge) | migrate PATH (store_ro)
     import sys
 
-    if sys.argv[1:2] != ["merge"]:
-        sys.exit("usage: python -m boundlab.probe.store merge STORE [STORE ...] --out MERGED")
-    from boundlab.probe.merge import main
+    from boundlab.probe.store_ro import cli
 
-    sys.exit(main(sys.argv[2:]))
+    sys.exit(cli(sys.argv[1:]))
