@@ -163,8 +163,12 @@ class Store:
             from boundlab.probe import store_ro
 
             self._side_before = store_ro.side_files(self.path)
-            with self._errors("opening"):
-                self.db = store_ro.open_readonly(self.path)
+            try:
+                with self._errors("opening"):
+                    self.db = store_ro.open_readonly(self.path)
+            except BaseException:
+                store_ro.tidy_side_files(self.path, self._side_before)
+                raise
             return
         if self.path.is_dir():
             raise StoreError(f"store.path={self.path} is a directory, not a SQLite file: set "
