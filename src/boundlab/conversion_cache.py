@@ -7,8 +7,8 @@ into it (`boundlab-conversion.json`: the size and sha256 of the GGUF it came fro
 it wrote), and each load checks the folder against it. A flipped byte in the weights, a truncated or
 missing file, an extra file, a malformed manifest, or a GGUF that changed since (a package upgrade)
 is said in one line and the folder is converted again; a folder from before manifests is
-converted again once. The check reads every file (about 0.6 GB for SmolLM2-135M, under a second
-when cached by the OS), a small price next to loading the model, and the only way a damaged weight
+converted again once. The check reads every file (0.64 GB with the GGUF for SmolLM2-135M: 1.1 s
+measured here on 2 busy cores, against 26-54 s to convert), a small price next to loading the model, and the only way a damaged weight
 byte is caught: size and modification time cannot see a rewrite in place.
 """
 
