@@ -24,6 +24,7 @@ which adds what is missing in one transaction and leaves the journal mode as it 
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import sys
 from pathlib import Path
@@ -50,8 +51,12 @@ def expected_columns() -> dict[str, list[str]]:
 
 def expected_info() -> dict[str, list[tuple[str, str, bool]]]:
     """{table: [(column, declared type, NOT NULL or key), ...]} of the schema this code writes."""
-    schema, added = _schema()
-    mem = sqlite3.connect(":memory:")
+    return _expected_info(*_schema())
+
+
+@functools.lru_cache(maxsize=4)
+def _expected_info(schema: str, added: tuple) -> dict[str, list[tuple[str, str, bool]]]:
+    mem = sqlite3.connect("file::memory:", uri=True)
     try:
         mem.executescript(schema)
         for name, sql_type in added:
