@@ -124,3 +124,20 @@ def test_a_reader_sees_a_writers_commits_and_writes_nothing(tmp_path):
     ro.close()
     w.close()
     assert sorted(os.listdir(tmp_path)) == ["store.sqlite"]
+
+
+def test_an_empty_file_reads_as_an_empty_store_and_stays_empty(tmp_path):
+    path = tmp_path / "store.sqlite"
+    path.touch()
+    ro = Store(path, writable=False)
+    assert ro.list_probes() == [] and ro.counts("k") == [] and ro.samples("k") == []
+    assert ro.adaptive_states("k") == {} and ro.get_file_hash("/w", 1, 2) is None
+    ro.close()
+    assert path.stat().st_size == 0 and sorted(os.listdir(tmp_path)) == ["store.sqlite"]
+    junk = tmp_path / "junk.sqlite"
+    db = sqlite3.connect(junk)
+    db.execute("CREATE TABLE t (x)")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="is not a probe store"):
+        Store(junk, writable=False)

@@ -102,9 +102,12 @@ def open_readonly(path: Path) -> sqlite3.Connection:
                          isolation_level=None, check_same_thread=False)
     try:
         present = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if "samples" not in present:
+        if not present:  # an empty file is an empty store (a writable open would create the tables)
+            tolerable, needed = list(expected_info()), []
+        elif "samples" not in present:
             raise StoreError(f"{path} is not a probe store (no samples table)")
-        tolerable, needed = schema_gaps(db)
+        else:
+            tolerable, needed = schema_gaps(db)
     except BaseException:
         db.close()
         raise
@@ -114,11 +117,15 @@ def open_readonly(path: Path) -> sqlite3.Connection:
                          f"{', '.join(needed)}, which its readers do not add (they never write): run "
                          f"{migrate_command(path)} once, with no probe writing to it")
     db.execute("PRAGMA temp_store=MEMORY")
-    schema, _ = _schema()
+    schema, added = _schema()
     for stmt in (s.strip() for s in schema.split(";")):
         for table in tolerable:
             if "." not in table and stmt.startswith(f"CREATE TABLE IF NOT EXISTS {table} "):
                 db.execute(stmt.replace("CREATE TABLE", "CREATE TEMP TABLE", 1))
+                have = {r[1] for r in db.execute(f'PRAGMA temp.table_info("{table}")')}
+                for name, sql_type in added if table == "samples" else ():
+                    if name not in have:
+                        db.execute(f"ALTER TABLE temp.samples ADD COLUMN {name} {sql_type}")
     return db
 
 
