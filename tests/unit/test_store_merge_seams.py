@@ -174,3 +174,21 @@ def test_rows_committed_to_out_during_the_merge_are_kept(tmp_path, monkeypatch):
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == mode  # left as the probe set it
     db.close()
     assert not list(tmp_path.glob("*.merging*"))
+
+
+def test_an_out_locked_past_the_timeout_is_one_line_and_nothing_is_written(tmp_path, monkeypatch):
+    out = _full_store(tmp_path / "out.sqlite", "o")
+    a = _full_store(tmp_path / "a.sqlite", "a")
+    before = _rows(out)
+    holder = sqlite3.connect(out, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # a probe's batch that does not end
+    monkeypatch.setattr(merge_mod, "LOCK_TIMEOUT_S", 0.3)
+    try:
+        with pytest.raises(store_mod.StoreError) as e:
+            merge_stores([a], out)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert str(e.value) == (f"--out {out} stayed locked by another process for 0.3 s; nothing was written: "
+                            f"merge again when its writer is idle")
+    assert _rows(out) == before and not list(tmp_path.glob("*.merging*"))

@@ -219,7 +219,7 @@ def _into_out(staged: Path, out: Path, inputs: str) -> dict[str, int]:
         return _merge_into(db, staged, inputs, str(out), "BEGIN IMMEDIATE")
     except sqlite3.OperationalError as e:
         if "locked" in str(e) or "busy" in str(e):
-            raise StoreError(f"--out {out} stayed locked by another process for {LOCK_TIMEOUT_S:.0f} s; "
+            raise StoreError(f"--out {out} stayed locked by another process for {LOCK_TIMEOUT_S:g} s; "
                              f"nothing was written: merge again when its writer is idle") from None
         raise
     finally:
