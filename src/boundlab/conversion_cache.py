@@ -93,6 +93,8 @@ def ensure_converted(cache: Path, source: Path | None, convert: Callable[[Path, 
     try:
         convert(src, tmp)
         write_manifest(tmp, src)
+        if cache.is_dir() and check(cache, src) is None:
+            return cache  # another process (a sweep's job) converted it meanwhile: theirs stays
         stale = cache.with_name(f"{cache.name}.stale-{os.getpid()}")
         if cache.exists():
             cache.rename(stale)  # our own cache folder: set aside, removed once the new one is in

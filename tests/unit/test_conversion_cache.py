@@ -100,3 +100,24 @@ def test_without_the_package_an_intact_folder_loads_and_a_damaged_one_is_one_lin
     with pytest.raises(models.ModelNotFound, match="package 'no_such_gguf_pkg_here' is not installed") as e:
         models.resolve_model_path(cfg)
     assert "\n" not in str(e.value) and len(calls) == 1
+
+
+def test_a_conversion_finished_meanwhile_by_another_process_is_kept(setup, monkeypatch):
+    from boundlab.conversion_cache import write_manifest
+
+    cfg, gguf, calls, folder = setup
+    real, theirs = models._convert_gguf, []
+
+    def convert_while_another_finishes(src, out):
+        real(src, out)
+        other = folder.with_name("other")  # the other process's conversion lands while ours runs
+        real(src, other)
+        write_manifest(other, src)
+        theirs.append((other / "model.safetensors").stat().st_ino)
+        other.rename(folder)
+
+    monkeypatch.setattr(models, "_convert_gguf", convert_while_another_finishes)
+    assert models.resolve_model_path(cfg) == str(folder)
+    assert (folder / "model.safetensors").stat().st_ino == theirs[0]  # theirs stays, ours is dropped
+    assert check(folder, gguf) is None
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["tiny"]
