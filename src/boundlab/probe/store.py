@@ -21,6 +21,8 @@
   from, after temperature and top-p (boundlab.sampling). NULL where it was not recorded (vLLM,
   greedy, external samples, and every sample stored before the column existed, which old stores get
   on open the same way). Kept in compact mode too: it is not text.
+- Only a writable open changes the file. `writable=False` (report.py, the dashboard) opens it
+  `mode=ro` and never writes, migrates or switches the journal mode (`boundlab.probe.store_ro`).
 """
 
 from __future__ import annotations
