@@ -233,7 +233,10 @@ def model_fingerprint(resolved: str, cache: Any = None) -> str:
     """Hash of a model folder's config and weights (content, not names or dates).
 
     Weight files are hashed in full once; `cache` (the store) remembers each file's hash by
-    (path, size, mtime), so re-probing a 15 GB model does not re-read it.
+    (path, size, mtime, inode, ctime), so re-probing a 15 GB model does not re-read it. The inode and
+    ctime are in the key because size and mtime are not identity: weights rewritten in place (or
+    replaced by a rename) with the same size and a restored mtime keep both, but the kernel moves
+    ctime on every write, rename or utime, and no user call can set it back.
     """
     p = Path(resolved)
     if not p.is_dir():
@@ -266,9 +269,16 @@ def _trainer_state_file(name: str) -> bool:
     return name in _TRAINER_STATE_FILES or name.startswith("rng_state")
 
 
-def _file_sha(f: Path, cache: Any) -> str:
+def file_hash_key(f: Path) -> tuple[str, int, int]:
+    """The store's file_hashes key (path, size, mtime_ns) for `f`. The path column carries the
+    inode and ctime too (`PATH|ino=..|ctime=..`), so keys written before they counted never match
+    and no store schema change is needed: a rewrite in place cannot keep this key."""
     st = f.stat()
-    key = (str(f.resolve()), st.st_size, st.st_mtime_ns)
+    return (f"{f.resolve()}|ino={st.st_ino}|ctime={st.st_ctime_ns}", st.st_size, st.st_mtime_ns)
+
+
+def _file_sha(f: Path, cache: Any) -> str:
+    key = file_hash_key(f)
     if cache is not None:
         hit = cache.get_file_hash(*key)
         if hit:
