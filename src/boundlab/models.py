@@ -55,6 +55,39 @@ def check_weight_files(folder: str | Path) -> None:
                                  f"(or re-save the model) and rerun")
 
 
+# What each part of a model folder can be saved as; a folder needs one file of each part.
+_PARTS: dict[str, tuple[str, ...]] = {
+    "config": ("config.json", "adapter_config.json"),
+    "tokenizer": ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model",
+                  "sentencepiece.bpe.model", "*.tiktoken"),
+    "weights": ("*.safetensors", "*.bin", "model.safetensors.index.json", "*.pt", "*.gguf"),
+}
+
+
+def missing_model_parts(folder: str | Path) -> list[str]:
+    """The parts ('config', 'tokenizer', 'weights') a local model folder has no file for."""
+    import fnmatch
+
+    folder = Path(folder)
+    # The trainer's own state (training_args.bin, optimizer.pt, ...) is no model weight.
+    names = [f.name for f in folder.iterdir() if f.is_file() and not _trainer_state_file(f.name)]
+    return [part for part, pats in _PARTS.items() if not any(fnmatch.filter(names, pat) for pat in pats)]
+
+
+def check_model_folder(folder: str | Path) -> None:
+    """Refuse a local model or checkpoint folder that lacks its config, tokenizer or weights, in one
+    line naming what is missing and where it looked. Without this, transformers falls through to
+    converting a slow tokenizer and asks, in a 36-line traceback, to install sentencepiece."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return  # a Hub id: the loaders' own error says where it looked
+    missing = missing_model_parts(folder)
+    if missing:
+        looked = "; ".join(f"{part}: {' | '.join(_PARTS[part])}" for part in missing)
+        raise ModelNotFound(f"model folder {folder} is missing its {' and '.join(missing)} (looked in "
+                            f"{folder} for {looked}); copy them from the model it was saved from")
+
+
 def _looks_like_path(p: str) -> bool:
     # Hub ids are "name" or "org/name"; anything else is meant as a file-system path.
     return p.startswith(("/", ".", "~")) or p.count("/") > 1
@@ -130,6 +163,7 @@ def load_tokenizer(cfg: Any, resolved: str | None = None):
     from transformers import AutoTokenizer
 
     resolved = resolved or resolve_model_path(cfg)
+    check_model_folder(resolved)
     try:
         tok = AutoTokenizer.from_pretrained(resolved, padding_side="left",
                                             trust_remote_code=cfg.trust_remote_code,
@@ -148,6 +182,7 @@ def load_processor(cfg: Any, resolved: str | None = None):
     from transformers import AutoProcessor
 
     resolved = resolved or resolve_model_path(cfg)
+    check_model_folder(resolved)
     try:
         proc = AutoProcessor.from_pretrained(resolved, trust_remote_code=cfg.trust_remote_code,
                                              **_hub_kwargs(cfg, resolved))
@@ -199,6 +234,7 @@ def load_model(cfg: Any, device: str = "cpu", resolved: str | None = None,
     auto = AutoModelForImageTextToText if getattr(cfg, "vision", False) else AutoModelForCausalLM
 
     resolved = resolved or resolve_model_path(cfg)
+    check_model_folder(resolved)
     check_weight_files(resolved)  # a checkpoint can be torn too, not only the configured model
     dtype = torch_dtype(cfg.dtype)
     if dtype == "auto" and device == "cpu":
