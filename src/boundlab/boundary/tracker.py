@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from boundlab.probe.alike import note as alike_note, store_differences
 from boundlab.boundary import rows as R
 from boundlab.boundary.alarm import raise_alarm, shrinkage
 from boundlab.probe.answer_stats import summary_lines
@@ -148,6 +149,10 @@ class BoundaryTracker:
         res = self._probe(ckpt_dir, f"step {step}")
         row = self._row(step, res, "checkpoint", time.time() - t0, self.seed)
         R.add_comparison(row, self.base, res, self.groups, self.bootstrap_iters, self.ci)
+        unlike = store_differences(self.store, self.base.key, res.key)  # boundlab.probe.alike
+        if unlike:
+            row["unlike_base"] = unlike
+            print(f"[boundlab] warning: {alike_note(f'step {step}', 'the base', unlike)}", flush=True)
         row["alarm"] = shrinkage(row, _null_row(self.rows))
         self.results[step] = res
         self._append_row(row)
@@ -188,6 +193,8 @@ class BoundaryTracker:
             m.update(_compared_metrics(row, PROBE, base_curve))
             if "alarm" in row:  # rows from before the alarm existed have none
                 m[metric_key(PROBE, "alarm")] = len(row["alarm"])
+            if row.get("unlike_base"):  # the delta above is against a base probed otherwise
+                m[metric_key(PROBE, "unlike_base")] = len(row["unlike_base"])
         self.logger.log(m)
         curve, kmax = row["curve"], len(row["curve"])
         if base is not None:
