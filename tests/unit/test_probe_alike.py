@@ -91,3 +91,41 @@ def test_the_dashboard_names_it_on_the_lost_gained_column(tmp_path):
     cols = problem_map(index, index.runs[0])["columns"]
     assert [c.get("unlike_base") for c in cols] == [
         None, [], ["max_new_tokens 64 vs 32", "temperature 1.0 vs 0.6"]]
+
+
+def test_the_tracker_names_a_checkpoint_probed_unlike_its_base(tmp_path, capsys):
+    """The W&B delta: a checkpoint probed at another temperature than the base it is compared with
+    (here the tracker's settings change between the two) carries `unlike_base` on its row, a
+    warning line, and `probe/unlike_base` in W&B; a like checkpoint carries none."""
+    from test_boundary_controls import SCRIPTS, Recorder, ScriptedSampler, toy_task
+
+    from boundlab.boundary.tracker import build_tracker
+    from boundlab.probe.spec import ProbeSpec
+    from boundlab.sampling.base import GenSettings
+    from boundlab.verify import build_verifier
+
+    task = toy_task()
+    for d in ("base", "ck1", "ck2"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "config.json").write_text('{"which": "%s"}' % d)
+    store, verifier, logger = Store(tmp_path / "s.sqlite"), build_verifier("toy"), Recorder()
+    try:
+        tr = build_tracker(tmp_path / "run", task, store, verifier, logger,
+                           lambda d: (ScriptedSampler(SCRIPTS["base" if d.endswith("base") else "ckpt"], task),
+                                      None),
+                           ProbeSpec(n=4, gen=GenSettings(max_new_tokens=32), seed=0, bootstrap_iters=50),
+                           progress=False)
+        (tmp_path / "run").mkdir()
+        tr.probe_base(str(tmp_path / "base"))
+        tr.probe_checkpoint(1, str(tmp_path / "ck1"))
+        tr.gen = GenSettings(max_new_tokens=32, temperature=0.5)
+        tr.probe_checkpoint(2, str(tmp_path / "ck2"))
+    finally:
+        verifier.close()
+        store.close()
+    rows = {r["step"]: r for r in tr.rows if r["kind"] == "checkpoint"}
+    assert "unlike_base" not in rows[1]
+    assert rows[2]["unlike_base"] == ["temperature 1.0 vs 0.5"]
+    logged = {int(m["probe/step"]): m for m in logger.logged if "probe/step" in m and "probe/pass@1" in m}
+    assert "probe/unlike_base" not in logged[1] and logged[2]["probe/unlike_base"] == 1
+    assert "warning: step 2 was probed unlike the base (temperature 1.0 vs 0.5)" in capsys.readouterr().out
