@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from boundlab.probe.alike import note as alike_note, store_differences
 from boundlab.boundary import rows as R
 from boundlab.boundary.alarm import raise_alarm, shrinkage
 from boundlab.probe.answer_stats import summary_lines
@@ -185,6 +186,10 @@ class BoundaryTracker:
             row.update(kl_from_base=round(self._kl.value, 6), kl_from_base_se=round(self._kl.se, 6),
                        kl_samples=self._kl.samples, kl_skipped=self._kl.skipped)
         R.add_comparison(row, self.base, res, self.groups, self.bootstrap_iters, self.ci)
+        unlike = store_differences(self.store, self.base.key, res.key)  # boundlab.probe.alike
+        if unlike:
+            row["unlike_base"] = unlike
+            print(f"[boundlab] warning: {alike_note(f'step {step}', 'the base', unlike)}", flush=True)
         row["alarm"] = shrinkage(row, _null_row(self.rows))
         self.results[step] = res
         self._append_row(row)
@@ -226,6 +231,8 @@ class BoundaryTracker:
             m.update(_compared_metrics(row, PROBE, base_curve))
             if "alarm" in row:  # rows from before the alarm existed have none
                 m[metric_key(PROBE, "alarm")] = len(row["alarm"])
+            if row.get("unlike_base"):  # the delta above is against a base probed otherwise
+                m[metric_key(PROBE, "unlike_base")] = len(row["unlike_base"])
         self.logger.log(m)
         curve, kmax = row["curve"], len(row["curve"])
         if base is not None:

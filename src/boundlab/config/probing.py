@@ -347,5 +347,9 @@ class ProbeMain(ProbingMain):
     watch_poll_s: float = 10.0
     # Seconds after which the watcher gives up (null = never).
     watch_timeout_s: Optional[float] = None
+    # Seconds the watched folder may take to become a training run (its .hydra/config.yaml, then
+    # run_info.json) before the watcher gives up in one line; null = never (a missing folder is then
+    # refused at once).
+    watch_start_timeout_s: Optional[float] = 3600.0
     # The temperature control: match a model's sampling entropy to a base's, then probe both.
     match_entropy: MatchEntropyConfig = field(default_factory=MatchEntropyConfig)

@@ -35,6 +35,11 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
     task = load_task(cfg)
 
     if cfg.export:
+        from boundlab.rundir.owner import refuse_overwrite
+
+        # The task's own file (a jsonl task), the samples file, the store: never the export's target.
+        refuse_overwrite(cfg.export, [("task.path", getattr(cfg.task, "path", None)),
+                                      ("samples", cfg.samples), ("store.path", cfg.store.path)], "export")
         tok = None
         if task.chat and (cfg.model.path or cfg.model.gguf_package):
             from boundlab.models import load_processor, load_tokenizer

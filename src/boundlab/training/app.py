@@ -26,6 +26,10 @@ def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.rundir import lock
     from boundlab.rundir.checkpoints import finished_line
 
+    if cfg.resume is None and lock.main_rank():
+        from boundlab.rundir.owner import check_fresh_run_dir
+
+        check_fresh_run_dir(run_dir)  # another run's dir, named where argv does not show it
     with lock.training_locks(run_dir, cfg):  # one trainer per run dir; see rundir/lock.py
         if cfg.resume is not None and (Path(run_dir) / DONE_MARKER).exists():
             print(finished_line(Path(run_dir), cfg), flush=True)  # a finished run trains nothing

@@ -236,7 +236,12 @@ function drawMap() {
   if (!m || !m.has_store) { t.appendChild(el("caption", {}, "No probe store found for this run (pass --store)")); return; }
   const head = el("tr");
   head.appendChild(el("th", {}, "problem"));
-  m.columns.forEach((c) => head.appendChild(el("th", {}, c.kind === "checkpoint" ? "step " + c.step : c.kind)));
+  m.columns.forEach((c) => head.appendChild(el("th", {}, (c.kind === "checkpoint" ? "step " + c.step : c.kind)
+    + (c.unlike_base && c.unlike_base.length ? " (unlike base)" : ""))));
+  // Lost/gained against a base probed with other settings: named under the table (boundlab.probe.alike).
+  const unlike = m.columns.filter((c) => c.unlike_base && c.unlike_base.length)
+    .map((c) => (c.kind === "checkpoint" ? "step " + c.step : c.kind) + " was probed unlike the base: " + c.unlike_base.join("; "));
+  if (unlike.length) t.appendChild(el("caption", { class: "note", style: "caption-side: bottom" }, unlike.join(" · ")));
   const thead = el("thead"); thead.appendChild(head); t.appendChild(thead);
   const tb = el("tbody");
   const lost = m.columns.map((c) => new Set(c.lost)), gained = m.columns.map((c) => new Set(c.gained));
