@@ -330,6 +330,12 @@ def _series(base: dict[str, Any], ck: list[dict[str, Any]], null: dict[str, Any]
            "pass@n": [b["pass@n"]] + [g["pass@n"] for _, g in pts], "base_pass@1": b["pass@1"],
            "base_pass@n": b["pass@n"], "saturated": bool(b.get("saturated")),
            "problems": b.get("problems")}
+    for key in ("pass@1", "pass@n"):  # each point's interval (rows without one: the point alone)
+        lo, hi = f"{key}_ci_low", f"{key}_ci_high"
+        out[f"{key}_ci"] = [(g.get(lo, g[key]), g.get(hi, g[key])) for g in [b] + [g for _, g in pts]]
+    # Steps where the boundary alarm fired on this panel's scope (all problems, or this group).
+    scope = "all" if tag is None else str(tag)
+    out["alarm_steps"] = [r["step"] for r in ck if any(a.get("scope") == scope for a in (r.get("alarm") or []))]
     g = pick(null) if null is not None else None
     if g is not None:
         out["null_pass@1"], out["null_pass@n"] = g["pass@1"], g["pass@n"]
