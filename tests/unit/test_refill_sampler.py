@@ -72,8 +72,15 @@ def check_logits_against_compact(model, prompts, counts, width, max_new):
     return seen_rows_per_draw
 
 
+@pytest.mark.parametrize("group_rows,reorder_every", [(64, 16), (2, 3)])
 @torch.inference_mode()
-def test_every_token_is_drawn_from_the_compact_decoders_logits_on_its_prefix():
+def test_every_token_is_drawn_from_the_compact_decoders_logits_on_its_prefix(monkeypatch, group_rows,
+                                                                            reorder_every):
+    """(2, 3): attention in groups of two slots, slots re-sorted by length every third step."""
+    import boundlab.sampling.refill as refill
+
+    monkeypatch.setattr(refill, "GROUP_ROWS", group_rows)
+    monkeypatch.setattr(refill, "REORDER_EVERY", reorder_every)
     model, tok = toy2()
     prompts = prompt_token_ids(tok, PROMPTS[:4])
     assert len({len(p) for p in prompts}) > 1
@@ -107,8 +114,16 @@ def test_a_rows_sample_depends_on_the_seed_and_its_index_not_on_the_batch_width(
     torch.manual_seed(2)
     prompts = [torch.randint(2, 40, (n,)).tolist() for n in (4, 6, 3)]
     runs = [eng.sample(prompts, [5, 3, 6], w, 16, {1}, 1.0, 0.9, seed=11, entropy=True) for w in (1, 3, 64)]
+    import boundlab.sampling.refill as refill
+
+    grouped = (refill.GROUP_ROWS, refill.REORDER_EVERY)
+    refill.GROUP_ROWS, refill.REORDER_EVERY = 2, 2  # groups and re-sorting change no sample
+    try:
+        runs.append(eng.sample(prompts, [5, 3, 6], 5, 16, {1}, 1.0, 0.9, seed=11, entropy=True))
+    finally:
+        refill.GROUP_ROWS, refill.REORDER_EVERY = grouped
     tokens = [[[row[:2] for row in rows] for rows in run] for run in runs]
-    assert tokens[0] == tokens[1] == tokens[2]
+    assert tokens[0] == tokens[1] == tokens[2] == tokens[3]
     for a, b in zip(runs[0], runs[2]):
         for ra, rb in zip(a, b):
             assert ra[2] == pytest.approx(rb[2], rel=1e-5)

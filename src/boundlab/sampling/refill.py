@@ -40,6 +40,10 @@ _M32 = 0xFFFFFFFF
 # Rows per sampler call, in batches: the queue one call refills from. Larger keeps the batch full
 # longer (the batch drains once per call) but verifies and stores in coarser steps.
 REFILL_CHUNK = 8
+# Attention runs in groups of this many slots, each over its own longest row's columns, and the
+# slots are sorted by length every REORDER_EVERY steps (a copy of the cache) to keep groups tight.
+GROUP_ROWS = 64
+REORDER_EVERY = 16
 
 
 def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
@@ -101,28 +105,37 @@ class RefillDecoder:
         return type(model).__name__ == "LlamaForCausalLM" and CompactDecoder.supports(model)
 
     def _step(self, tok: torch.Tensor, lens: torch.Tensor, cache: list[torch.Tensor],
-              end: int) -> torch.Tensor:
+              groups: Sequence[tuple[int, int, int]]) -> torch.Tensor:
         """Feed `tok` [W] at each row's own position `lens` [W] (also the cache column it writes);
-        attend to columns 0..lens. Returns the next logits [W, V]."""
+        attend to columns 0..lens. `groups`: (first slot, end slot, columns) slices of the batch,
+        each attending over its own columns only (the rows' cache reads are the step's largest
+        memory traffic: a young row need not read up to the oldest row's length). Returns the
+        next logits [W, V]."""
         d = self.dec
         w = tok.shape[0]
         nh, nkv, hd = d.n_heads, d.n_kv, d.head_dim
-        ar = torch.arange(w)
         h = F.embedding(tok, d.embed)
         cos, sin = d.cos[lens][:, None], d.sin[lens][:, None]  # [W, 1, hd]
         neg = torch.finfo(torch.float32).min
-        bias = torch.where(torch.arange(end)[None] <= lens[:, None], 0.0, neg)[:, None, None]
+        biases = [torch.where(torch.arange(end)[None] <= lens[lo:hi, None], 0.0, neg)[:, None, None]
+                  for lo, hi, end in groups]
+        total = cache[0].shape[3]
+        # Each row's write position in a flat [W * n_kv * total, hd] view of a cache half.
+        flat = ((torch.arange(w)[:, None] * nkv + torch.arange(nkv)[None]) * total + lens[:, None]).reshape(-1)
         for (w_in, w_qkv, w_o, w_post, w_gu, w_down), kv in zip(d.layers, cache):
             q, k, v = F.linear(d._norm(h, w_in), w_qkv).split([nh * hd, nkv * hd, nkv * hd], dim=-1)
             q = d._rope(q.view(w, nh, hd), cos, sin)
-            kv[0][ar, :, lens] = d._rope(k.view(w, nkv, hd), cos, sin)
-            kv[1][ar, :, lens] = v.view(w, nkv, hd)
-            keys, vals = kv[0, :, :, :end], kv[1, :, :, :end]
-            if nkv != nh:
-                keys = keys.repeat_interleave(nh // nkv, dim=1)
-                vals = vals.repeat_interleave(nh // nkv, dim=1)
-            scores = torch.matmul(q[:, :, None], keys.transpose(-1, -2)) * d.scale + bias
-            att = torch.matmul(scores.softmax(-1), vals)  # [W, nh, 1, hd]
+            kv[0].view(-1, hd).index_copy_(0, flat, d._rope(k.view(w, nkv, hd), cos, sin).reshape(-1, hd))
+            kv[1].view(-1, hd).index_copy_(0, flat, v.reshape(-1, hd))
+            atts = []
+            for (lo, hi, end), bias in zip(groups, biases):
+                keys, vals = kv[0, lo:hi, :, :end], kv[1, lo:hi, :, :end]
+                if nkv != nh:
+                    keys = keys.repeat_interleave(nh // nkv, dim=1)
+                    vals = vals.repeat_interleave(nh // nkv, dim=1)
+                scores = torch.matmul(q[lo:hi, :, None], keys.transpose(-1, -2)) * d.scale + bias
+                atts.append(torch.matmul(scores.softmax(-1), vals))  # [hi - lo, nh, 1, hd]
+            att = atts[0] if len(atts) == 1 else torch.cat(atts)
             h = h + F.linear(att.reshape(w, nh * hd), w_o)
             gate, up = F.linear(d._norm(h, w_post), w_gu).chunk(2, dim=-1)
             h = h + F.linear(F.silu(gate) * up, w_down)
@@ -210,7 +223,23 @@ class RefillDecoder:
             return mask
 
         fill(list(range(w)))
+        step = 0
         while True:
+            if step % REORDER_EVERY == 0 and len(slot_row) > GROUP_ROWS:
+                # Slots sorted by length, so each group of GROUP_ROWS slots attends over about its
+                # own rows' lengths; refills then mix them again, hence every REORDER_EVERY steps.
+                perm = torch.argsort(lens, stable=True)
+                upto = int(lens.max()) + 1
+                new_cache = []
+                for kv in cache:
+                    fresh = torch.zeros_like(kv)
+                    fresh[:, :, :, :upto] = kv[:, perm, :, :upto]
+                    new_cache.append(fresh)
+                cache = new_cache
+                slot_row = [slot_row[s] for s in perm.tolist()]
+                lens, keys, ntok, buf = lens[perm], keys[perm], ntok[perm], buf[perm]
+                ent_sum, live, logits = ent_sum[perm], live[perm], logits[perm]
+            step += 1
             tok, scores = draw_rows(logits, temperature, top_p, keys, ntok)
             if trace is not None:
                 rows = [first_row[i] + j if i >= 0 else -1 for i, j in slot_row]
@@ -255,8 +284,10 @@ class RefillDecoder:
                     logits = logits[keep]
             # Every slot runs the step; a refilled one feeds a throwaway token at its first free
             # column (overwritten by its real first token next step) and keeps its prompt's logits.
-            end = int(lens.max()) + 1
-            step_logits = self._step(tok, lens, cache, end)
+            ends = [int(lens[lo:lo + GROUP_ROWS].max()) + 1 for lo in range(0, len(slot_row), GROUP_ROWS)]
+            groups = [(lo, min(lo + GROUP_ROWS, len(slot_row)), e)
+                      for lo, e in zip(range(0, len(slot_row), GROUP_ROWS), ends)]
+            step_logits = self._step(tok, lens, cache, groups)
             adv = live & ~refilled
             logits = torch.where(refilled[:, None], logits, step_logits)
             lens = lens + adv.long()
