@@ -179,7 +179,21 @@ class RefillDecoder:
         if total > d.cos.shape[0]:
             d._rope_table(total)
         w = min(width, len(queue))
-        cache = [torch.zeros(2, w, d.n_kv, total, d.head_dim) for _ in d.layers]
+        # Two caches, allocated (and zeroed: masked columns are still read, so they must hold
+        # finite numbers) once: re-sorting and shrinking gather the rows into the spare one and
+        # swap. A fresh 30 MB tensor per re-sort cost more in page faults than the copy itself.
+        bufs = [[torch.zeros(2, w, d.n_kv, total, d.head_dim) for _ in d.layers] for _ in range(2)]
+        cache = bufs[0]
+
+        def regather(idx: torch.Tensor, upto: int) -> list[torch.Tensor]:
+            """The rows `idx` of the cache (columns < upto) as the first rows of the spare one."""
+            spare = bufs[1] if cache[0].data_ptr() == bufs[0][0].data_ptr() else bufs[0]
+            out = []
+            for kv, sp in zip(cache, spare):
+                view = sp[:, :len(idx)]
+                view[:, :, :, :upto] = kv[:, idx, :, :upto]
+                out.append(view)
+            return out
         slot_row = [(-1, -1)] * w  # slot -> (prompt, sample); (-1, -1) when dead
         lens = torch.zeros(w, dtype=torch.int64)
         keys = torch.zeros(w, dtype=torch.int64)
@@ -230,12 +244,7 @@ class RefillDecoder:
                 # own rows' lengths; refills then mix them again, hence every REORDER_EVERY steps.
                 perm = torch.argsort(lens, stable=True)
                 upto = int(lens.max()) + 1
-                new_cache = []
-                for kv in cache:
-                    fresh = torch.zeros_like(kv)
-                    fresh[:, :, :, :upto] = kv[:, perm, :, :upto]
-                    new_cache.append(fresh)
-                cache = new_cache
+                cache = regather(perm, upto)
                 slot_row = [slot_row[s] for s in perm.tolist()]
                 lens, keys, ntok, buf = lens[perm], keys[perm], ntok[perm], buf[perm]
                 ent_sum, live, logits = ent_sum[perm], live[perm], logits[perm]
@@ -272,12 +281,7 @@ class RefillDecoder:
                     # The queue is empty: drop the ended rows, cache included (filled part only).
                     keep = live.nonzero().squeeze(1)
                     upto = int(lens[keep].max()) + 1
-                    new_cache = []
-                    for kv in cache:
-                        fresh = kv.new_zeros(2, n_live, d.n_kv, total, d.head_dim)
-                        fresh[:, :, :, :upto] = kv[:, keep, :, :upto]
-                        new_cache.append(fresh)
-                    cache = new_cache
+                    cache = regather(keep, upto)
                     slot_row = [slot_row[s] for s in keep.tolist()]
                     lens, keys, ntok, buf = lens[keep], keys[keep], ntok[keep], buf[keep]
                     ent_sum, live, refilled, tok = ent_sum[keep], live[keep], refilled[keep], tok[keep]
