@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from itertools import combinations
 from typing import Any
 
 import numpy as np
 
-from boundlab.probe.alike import store_differences
+from boundlab.probe.alike import differences, store_differences
 from boundlab.dashboard.index import Index, RunEntry
 from boundlab.probe.estimator import pass_at_k_matrix, pass_at_k_table
 from boundlab.probe.store import ProblemCounts
+from boundlab.rundir import CHECKPOINTS_DIR, HYDRA_CONFIG, RUN_INFO
+from boundlab.rundir.checkpoints import latest_complete, step_of
+from boundlab.rundir.io import RunDirError, read_json
 
 # Samples per page in the samples view (the page shows 20 of each side; the problem's n samples are
 # read from the store, milliseconds at n = 1024).
@@ -182,3 +186,169 @@ def sweep(index: Index) -> dict[str, Any]:
              "base_key": r.base.get("probe_key") if r.base else None}
             for r in runs]})
     return {"sweeps": out}
+
+
+# -- training curves, W&B, any runs compared (issue 38) ------------------------------------------
+# The trainer's own log (trainer_state.json's log_history) that the run's view draws beside the
+# boundary, in this order.
+TRAIN_KEYS = ("reward", "reward_std", "kl", "entropy", "loss")
+TRAINER_STATE = "trainer_state.json"
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def training_curves(run: RunEntry) -> dict[str, Any]:
+    """reward, reward_std, kl, entropy and loss against step, from the log_history of the run's
+    latest *complete* checkpoint (boundlab.rundir.checkpoints: a checkpoint still being written, or
+    left half-written by a kill, is never read). `series` holds only the keys the trainer logged;
+    `note` says in one line why there is nothing to draw, when there is not."""
+    ck = latest_complete(run.path / CHECKPOINTS_DIR)
+    if ck is None:
+        return {"checkpoint": None, "step": None, "series": {},
+                "note": "No complete checkpoint yet: the training curves (reward, KL, entropy, loss) "
+                        "appear with the first saved checkpoint's trainer_state.json."}
+    out: dict[str, Any] = {"checkpoint": f"{CHECKPOINTS_DIR}/{ck.name}", "step": step_of(ck), "series": {},
+                           "note": None}
+    try:
+        state = read_json(ck / TRAINER_STATE, None, "the checkpoint's training log")
+    except RunDirError as e:
+        out["note"] = str(e)
+        return out
+    hist = state.get("log_history") if isinstance(state, dict) else None
+    if not isinstance(hist, list):
+        out["note"] = f"{out['checkpoint']} has no {TRAINER_STATE} with a log_history: no training curves."
+        return out
+    for key in TRAIN_KEYS:
+        pts = sorted((int(h["step"]), float(h[key])) for h in hist
+                     if isinstance(h, dict) and _finite(h.get(key)) and _finite(h.get("step")))
+        if pts:
+            out["series"][key] = {"step": [p[0] for p in pts], "value": [p[1] for p in pts]}
+    if not out["series"]:
+        out["note"] = (f"{out['checkpoint']}/{TRAINER_STATE} logs none of {', '.join(TRAIN_KEYS)}.")
+    return out
+
+
+def _logger_config(run: RunEntry) -> dict[str, Any]:
+    """The run's saved `logger` group (.hydra/config.yaml), {} when there is none."""
+    f = run.path / HYDRA_CONFIG
+    if not f.is_file():
+        return {}
+    try:
+        from omegaconf import OmegaConf
+
+        got = OmegaConf.to_container(OmegaConf.load(f).get("logger") or {}, resolve=False)
+    except Exception:  # noqa: BLE001 - a config this process cannot read: shown as unknown
+        return {}
+    return got if isinstance(got, dict) else {}
+
+
+def wandb_info(run: RunEntry) -> dict[str, Any]:
+    """The run's W&B run: its id (run_info.json's `wandb_run_id`), and either its URL (online, with
+    the entity and project of the run's saved logger config) or the word that it is offline or
+    disabled, with the `wandb sync` command when the offline folder is in the run dir. The mode is
+    what the run dir shows: an `offline-run-*-<id>` folder means offline, whatever the config asked
+    (an online init that failed falls back to offline; boundlab.tracking.logger)."""
+    lg = _logger_config(run)
+    try:  # read now: a run's W&B id is written once its logger has started, after the index saw it
+        info = read_json(run.path / RUN_INFO, None) or run.info
+    except RunDirError:
+        info = run.info
+    rid = info.get("wandb_run_id") if isinstance(info, dict) else None
+    entity, project = lg.get("entity"), lg.get("project") or "boundlab"
+    mode = str(lg.get("mode") or "").lower() or None
+    out: dict[str, Any] = {"run_id": rid, "entity": entity, "project": project, "mode": mode,
+                           "url": None, "sync": None, "offline_dir": None}
+    if lg.get("name") == "none" or mode == "disabled":
+        out["mode"] = "disabled"
+        out["note"] = "W&B is disabled for this run" + (f" (run id {rid})." if rid else ".")
+        return out
+    if not rid:
+        out["note"] = "No W&B run id in run_info.json."
+        return out
+    wdir = run.path / str(lg.get("dir") or ".") / "wandb"
+    # run.path / wandb / offline-run-<time>-<id> (a resumed offline run adds another one)
+    off = sorted(p for p in (wdir.glob(f"offline-run-*-{rid}") if wdir.is_dir() else []) if p.is_dir())
+    on = sorted(p for p in (wdir.glob(f"run-*-{rid}") if wdir.is_dir() else []) if p.is_dir())
+    if off or mode == "offline":
+        out["mode"] = "offline"
+        if off:
+            rel = off[-1].relative_to(run.path) if off[-1].is_relative_to(run.path) else off[-1]
+            out["offline_dir"] = str(rel)
+            out["sync"] = f"wandb sync {off[-1]}"
+            out["note"] = f"W&B run {rid} is offline: upload it with the command below."
+        else:
+            out["note"] = f"W&B run {rid} is offline (no offline-run-*-{rid} folder under this run dir)."
+        return out
+    if mode == "online" or on:
+        out["mode"] = "online"
+        if entity:
+            out["url"] = f"https://wandb.ai/{entity}/{project}/runs/{rid}"
+            out["note"] = f"W&B run {rid}"
+        else:
+            out["note"] = (f"W&B run {rid} in project {project} (online; the entity is the account's "
+                           f"default, which the run dir does not record, so no link).")
+        return out
+    out["note"] = f"W&B run {rid} (mode not recorded and no W&B folder under this run dir)."
+    return out
+
+
+def _last_checkpoint(run: RunEntry) -> dict[str, Any] | None:
+    return next((r for r in reversed(run.rows) if r["kind"] == "checkpoint"), None)
+
+
+def _probe_info(index: Index, run: RunEntry, row: dict[str, Any] | None) -> dict[str, Any] | None:
+    st = index.store(run)
+    key = row.get("probe_key") if row else None
+    return st.probe_info(key) if st is not None and key else None
+
+
+def probe_differences(index: Index, a: RunEntry, ra: dict[str, Any] | None, b: RunEntry,
+                      rb: dict[str, Any] | None) -> list[str] | None:
+    """What differs between probe row `ra` of run `a` and `rb` of run `b`: their sampling settings
+    and task (boundlab.probe.alike, each probe read from its own run's store, so runs on different
+    stores compare too) and the metric counted; None when either probe's settings are unknown (no
+    store, or the probe is not in it)."""
+    if ra is None or rb is None:
+        return None
+    out = []
+    if ra.get("metric") != rb.get("metric"):
+        out.append(f"metric {ra.get('metric')!r} vs {rb.get('metric')!r}")
+    ia, ib = _probe_info(index, a, ra), _probe_info(index, b, rb)
+    if ia is None or ib is None:
+        return out or None
+    return out + differences(ia["settings"], ib["settings"], ia["task_fp"], ib["task_fp"])
+
+
+def compare(index: Index, ids: list[int]) -> dict[str, Any]:
+    """Any set of indexed runs, whatever folder or sweep they are in: each run's last checkpoint
+    curve with its base's, and for every pair of them whose last checkpoints (or bases) were probed
+    unlike each other, what differs. A KeyError (404) for an unknown id."""
+    runs = []
+    for i in ids:
+        r = index.run(i)
+        if r not in runs:
+            runs.append(r)
+    entries = []
+    for r in runs:
+        last, base = _last_checkpoint(r), r.base
+        entries.append(_clean({
+            "id": r.id, "label": r.label, "sweep": r.sweep, "algo": r.info.get("algo"),
+            "step": last["step"] if last else None, "metric": (last or base or {}).get("metric"),
+            "last_curve": last.get("curve") if last else None,
+            "base_curve": base.get("curve") if base else None,
+            "base_key": base.get("probe_key") if base else None}))
+    diffs, unknown = [], []
+    for a, b in combinations(runs, 2):
+        for what, ra, rb in (("last checkpoint", _last_checkpoint(a), _last_checkpoint(b)),
+                             ("base", a.base, b.base)):
+            if ra is None or rb is None:
+                continue
+            d = probe_differences(index, a, ra, b, rb)
+            if d is None:
+                unknown.append({"a": a.id, "b": b.id, "probe": what})
+            elif d:
+                diffs.append({"a": a.id, "b": b.id, "probe": what, "differences": d})
+    index.flush()
+    return {"runs": entries, "differences": diffs, "unknown": unknown}

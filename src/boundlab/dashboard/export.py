@@ -33,8 +33,12 @@ def payload(index: Index) -> dict:
             "overview": data.overview(r),
             "problems": data.problem_map(index, r),
             "bands": {str(i): data.curve_band(index, r, i) for i in range(len(r.rows))},
+            "training": data.training_curves(r),
+            "wandb": data.wandb_info(r),
         }
-    return {"runs_list": data.runs_list(index), "runs": runs, "sweep": data.sweep(index)}
+    # every run against every other: the page keeps the pairs of the runs ticked
+    return {"runs_list": data.runs_list(index), "runs": runs, "sweep": data.sweep(index),
+            "compare": data.compare(index, [r.id for r in index.runs])}
 
 
 def export(index: Index, out: str | Path) -> Path:

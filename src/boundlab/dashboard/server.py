@@ -131,6 +131,21 @@ def make_app(index: Index, allow_remote: bool = False):
         resp.headers["Cache-Control"] = "public, max-age=31536000, immutable" if fixed else "no-cache"
         return resp
 
+    def compare(request):
+        # `?runs=0,3,7`: ids of the index, never paths; anything else is a 404 like an unknown id.
+        index.refresh()
+        raw = request.query_params.get("runs", "")
+        try:
+            ids = [int(x) for x in raw.split(",") if x.strip()]
+        except ValueError:
+            return hdr(JSONResponse({"error": "ids are integers"}, status_code=404))
+        try:
+            with index._lock:
+                out = data.compare(index, ids)
+        except KeyError as e:
+            return hdr(JSONResponse({"error": str(e.args[0] if e.args else e)}, status_code=404))
+        return hdr(JSONResponse(out))
+
     def version(request):
         return hdr(JSONResponse({"version": index.refresh(), "live": True}))
 
@@ -142,6 +157,9 @@ def make_app(index: Index, allow_remote: bool = False):
         Route("/api/runs", api(lambda: data.runs_list(index))),
         Route("/api/sweep", api(lambda: data.sweep(index))),
         Route("/api/run/{rid}/overview", api(lambda rid: data.overview(index.run(rid)))),
+        Route("/api/compare", compare),
+        Route("/api/run/{rid}/training", api(lambda rid: data.training_curves(index.run(rid)))),
+        Route("/api/run/{rid}/wandb", api(lambda rid: data.wandb_info(index.run(rid)))),
         Route("/api/run/{rid}/band/{i}", api(lambda rid, i: data.curve_band(index, index.run(rid), i))),
         Route("/api/run/{rid}/problems", api(lambda rid: data.problem_map(index, index.run(rid)))),
         Route("/api/run/{rid}/problem/{p}",

@@ -25,9 +25,12 @@ def _text(pid: str, step: int, idx: int, ok: bool) -> str:
 
 def make_run(run_dir: str | Path, store: Store, checkpoints: int = 3, problems: int = 8, n: int = 4,
              seed: int = 0, text: Callable[[str, int, int, bool], str] = _text,
-             bootstrap_iters: int = 50, step_every: int = 2) -> list[dict]:
+             bootstrap_iters: int = 50, step_every: int = 2, settings: dict | None = None,
+             task_fp: str = "task") -> list[dict]:
     """Write the run's probes.jsonl and its samples; return the rows. Rates: each problem has a base
-    rate; checkpoints sharpen it (easy problems up, the hardest lost), so lost and gained both occur."""
+    rate; checkpoints sharpen it (easy problems up, the hardest lost), so lost and gained both occur.
+    `settings` and `task_fp`: the probes' key settings (default {"n": n}) and task fingerprint in
+    the store, so runs probed unlike each other can be made."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
@@ -41,7 +44,7 @@ def make_run(run_dir: str | Path, store: Store, checkpoints: int = 3, problems: 
         sharpen = 1 + 0.15 * t
         rate = np.clip(base_rate ** sharpen * (1 + 0.1 * t), 0, 1) if t else base_rate
         key = f"synthetic-{seed}-{step}-{kind}"
-        store.ensure_probe(key, f"model-{step}", "task", {"n": n}, model_name=f"synthetic@{step}",
+        store.ensure_probe(key, f"model-{step}", task_fp, {"n": n} if settings is None else settings, model_name=f"synthetic@{step}",
                            task_name="synthetic")
         c = np.zeros(problems, dtype=np.int64)
         batch: list[SampleRow] = []
