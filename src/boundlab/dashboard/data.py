@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 from itertools import combinations
+from urllib.parse import quote
 from typing import Any
 
 import numpy as np
@@ -284,7 +285,8 @@ def wandb_info(run: RunEntry) -> dict[str, Any]:
     if mode == "online" or on:
         out["mode"] = "online"
         if entity:
-            out["url"] = f"https://wandb.ai/{entity}/{project}/runs/{rid}"
+            q = lambda x: quote(str(x), safe="")  # noqa: E731 - a name never leaves its path segment
+            out["url"] = f"https://wandb.ai/{q(entity)}/{q(project)}/runs/{q(rid)}"
             out["note"] = f"W&B run {rid}"
         else:
             out["note"] = (f"W&B run {rid} in project {project} (online; the entity is the account's "

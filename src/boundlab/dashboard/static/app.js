@@ -5,7 +5,7 @@
 performance.mark("boundlab:app-start");
 const STATIC = window.BOUNDLAB_STATIC || null;  // set in an exported file: no server
 const POLL_MS = 2000;
-const state = { run: null, overview: null, map: null, slider: 0, version: null, problem: null, page: 0 };
+const state = { run: null, overview: null, map: null, slider: 0, version: null, problem: null, page: 0, compare: [] };
 
 function el(tag, attrs, text) {
   const e = document.createElement(tag);
@@ -65,6 +65,15 @@ function staticLookup(url) {
   if (url === "api/sweep") return STATIC.sweep;
   if ((m = url.match(/^api\/run\/(\d+)\/overview$/))) return STATIC.runs[m[1]].overview;
   if ((m = url.match(/^api\/run\/(\d+)\/problems$/))) return STATIC.runs[m[1]].problems;
+  if ((m = url.match(/^api\/run\/(\d+)\/training$/))) return STATIC.runs[m[1]].training;
+  if ((m = url.match(/^api\/run\/(\d+)\/wandb$/))) return STATIC.runs[m[1]].wandb;
+  if ((m = url.match(/^api\/compare\?runs=([\d,]*)$/))) {
+    // the export holds every pair of runs: keep the runs ticked and the pairs among them
+    const ids = m[1].split(",").filter(Boolean).map(Number), on = new Set(ids), all = STATIC.compare;
+    const both = (x) => on.has(x.a) && on.has(x.b);
+    return { runs: ids.map((i) => all.runs.find((r) => r.id === i)).filter(Boolean),
+      differences: all.differences.filter(both), unknown: all.unknown.filter(both) };
+  }
   if ((m = url.match(/^api\/run\/(\d+)\/band\/(\d+)$/))) {
     const b = STATIC.runs[m[1]].bands[m[2]];
     if (!b) throw new Error("no band");
@@ -229,6 +238,45 @@ async function drawSteps() {
     legend: { x: 1.07, xanchor: "left" } });  // right of the crossing-k axis's title, not over it
 }
 
+// -- beside view 1: training curves and the W&B run -------------------------------------------
+// reward, reward_std, kl, entropy and loss from the latest complete checkpoint's trainer_state.json,
+// one small panel each (their scales differ), on whole-step axes; a run with no checkpoint yet gets
+// its one line, not an empty box.
+async function drawTraining() {
+  const plot = document.getElementById("plot-train"), note = document.getElementById("train-note");
+  let t;
+  try { t = await getJSON("api/run/" + state.overview.id + "/training"); }
+  catch (e) { t = { series: {}, note: "No training curves: " + e.message }; }
+  const keys = Object.keys(t.series || {});
+  note.textContent = t.note || ("From " + t.checkpoint + "/trainer_state.json (the latest complete checkpoint, step " + t.step + ").");
+  const Plotly = await plotlyReady();
+  plot.style.display = keys.length ? "" : "none";
+  if (!keys.length) { Plotly.purge(plot); plot.setAttribute("data-drawn", "none"); return; }
+  const traces = [], layout = { margin: { t: TOP }, showlegend: false,
+    grid: { rows: 1, columns: keys.length, pattern: "independent", xgap: 0.3 } };
+  keys.forEach((k, i) => {
+    const ax = i ? String(i + 1) : "", s = t.series[k];
+    traces.push({ x: s.step, y: s.value, mode: s.step.length > 40 ? "lines" : "lines+markers", name: k,
+      xaxis: "x" + ax, yaxis: "y" + ax, line: { color: PALETTE[i % PALETTE.length] } });
+    layout["xaxis" + ax] = stepAxis(s.step, "step");
+    layout["yaxis" + ax] = { title: { text: k } };
+  });
+  await Plotly.react(plot, traces, layout);
+  plot.setAttribute("data-drawn", "plotly");
+}
+
+async function drawWandb() {
+  const box = document.getElementById("wandb-info");
+  let w;
+  try { w = await getJSON("api/run/" + state.overview.id + "/wandb"); }
+  catch (e) { w = { note: "W&B: " + e.message }; }
+  box.replaceChildren(el("span", {}, w.note || ""));
+  box.setAttribute("data-mode", w.mode || "");
+  // the URL is built by the server from https://wandb.ai/ and quoted names: never another scheme
+  if (w.url) box.append(" ", el("a", { id: "wandb-link", href: w.url, target: "_blank", rel: "noopener noreferrer" }, w.url));
+  if (w.sync) box.append(" ", el("code", { id: "wandb-sync" }, w.sync));
+}
+
 // -- view 3 -----------------------------------------------------------------------------------
 function drawMap() {
   const m = state.map, t = document.getElementById("problem-map");
@@ -380,6 +428,64 @@ async function drawSweeps() {
   });
 }
 
+// Any runs the dashboard indexes, ticked in a list (whatever folder or sweep holds them): each one's
+// last checkpoint pass@k with each distinct base, and every difference between their probes named.
+function drawComparePick(runs) {
+  const pick = document.getElementById("compare-pick"), on = new Set(state.compare);
+  pick.replaceChildren();
+  for (const r of runs) {
+    const cb = el("input", { type: "checkbox", id: "compare-run-" + r.id, value: r.id });
+    cb.checked = on.has(r.id);
+    cb.addEventListener("change", () => {
+      state.compare = [...pick.querySelectorAll("input:checked")].map((x) => Number(x.value));
+      drawCompare();
+    });
+    const lab = el("label", { for: "compare-run-" + r.id });
+    lab.append(cb, el("span", {}, " " + r.label + (r.sweep ? "" : " (no sweep)")));
+    pick.appendChild(lab);
+  }
+}
+
+async function drawCompare() {
+  const ids = state.compare, plot = document.getElementById("plot-compare"), note = document.getElementById("compare-diffs");
+  const Plotly = await plotlyReady();
+  if (!ids.length) {
+    plot.style.display = "none"; Plotly.purge(plot); plot.setAttribute("data-drawn", "none");
+    note.textContent = "Tick runs to draw their last checkpoints' pass@k against k, each with its base.";
+    return;
+  }
+  let d;
+  try { d = await getJSON("api/compare?runs=" + ids.join(",")); } catch (e) { note.textContent = String(e); return; }
+  const label = new Map(d.runs.map((r) => [r.id, r.label]));
+  const colour = new Map(d.runs.map((r, i) => [r.id, PALETTE[i % PALETTE.length]]));
+  const traces = [], bases = new Map();
+  for (const r of d.runs) {
+    if (r.last_curve) traces.push({ x: r.last_curve.map((_, i) => i + 1), y: r.last_curve, mode: "lines",
+      name: r.label + " step " + r.step + " (last checkpoint)", line: { color: colour.get(r.id), width: 2 } });
+    if (r.base_curve) {
+      const key = r.base_key || "run " + r.id;
+      if (!bases.has(key)) bases.set(key, { curve: r.base_curve, runs: [] });
+      bases.get(key).runs.push(r);
+    }
+  }
+  // each distinct base once: dashed, in the colour of the first run read against it (black when one)
+  for (const b of bases.values()) {
+    traces.push({ x: b.curve.map((_, i) => i + 1), y: b.curve, mode: "lines",
+      line: { color: bases.size > 1 ? colour.get(b.runs[0].id) : "#000", dash: "dash", width: 2 },
+      name: "base of " + b.runs.map((r) => r.label).join(", ") });
+  }
+  const lines = d.differences.map((x) => label.get(x.a) + " vs " + label.get(x.b) + " (" + x.probe + "): probed unlike: " + x.differences.join("; "));
+  for (const u of d.unknown) lines.push(label.get(u.a) + " vs " + label.get(u.b) + " (" + u.probe + "): settings unknown (a probe not in its run's store)");
+  note.textContent = d.runs.length < 2 ? "One run ticked: tick another to compare." :
+    lines.length ? lines.join(" · ") : "These runs' probes share their sampling settings and task.";
+  note.setAttribute("data-unlike", String(d.differences.length));
+  plot.style.display = "";
+  const nK = Math.max(1, ...d.runs.flatMap((r) => [r.last_curve, r.base_curve].filter(Boolean).map((c) => c.length)));
+  await Plotly.react(plot, traces, { margin: { t: TOP + 20 }, title: { text: "pass@k of each ticked run's last checkpoint, with its base" },
+    xaxis: logKAxis(nK, "k"), yaxis: { title: { text: "pass@k" }, range: [0, 1.02] } });
+  plot.setAttribute("data-drawn", "plotly");
+}
+
 // -- the page ---------------------------------------------------------------------------------
 async function loadRun(id) {
   state.run = id;
@@ -403,7 +509,7 @@ async function loadRun(id) {
   Promise.race([shown, new Promise((ok) => setTimeout(ok, 1000))]).then(loadPlotly);
   await drawn;
   performance.mark("boundlab:views12-drawn");
-  await drawGroups();
+  await Promise.all([drawGroups(), drawTraining(), drawWandb()]);
   try { state.map = await getJSON("api/run/" + id + "/problems"); } catch (e) { state.map = null; }
   drawMap();
   if (state.problem !== null) await drawSamples();
@@ -426,9 +532,11 @@ async function poll() {
     const v = (await getJSON("api/version")).version;
     if (v !== state.version) {
       state.version = v;
-      await fillRuns();
+      const runs = await fillRuns();
       await loadRun(state.run);
       await drawSweeps();
+      drawComparePick(runs);
+      await drawCompare();
     }
   } catch (e) { document.getElementById("live-status").textContent = "server unreachable: " + e.message; }
   setTimeout(poll, POLL_MS);
@@ -443,6 +551,8 @@ async function start() {
   document.getElementById("run-select").addEventListener("change", (e) => { state.problem = null; state.followLast = true; loadRun(Number(e.target.value)); });
   await loadRun(runs[0].id);
   await drawSweeps();
+  drawComparePick(runs);
+  await drawCompare();
   if (!STATIC) { state.version = (await getJSON("api/version")).version; setTimeout(poll, POLL_MS); }
 }
 
