@@ -305,3 +305,30 @@ def test_live_a_new_probe_appears_within_10_s(site):
     assert d.execute_script("return document.getElementById('plot-boundary').data.some(t => t.name.startsWith('"
                             + want + "'))")
     assert errors(d) == []
+
+
+def test_a_real_runs_training_curves_and_wandb_run(site):
+    """Issue 38, on the smoke run's own files: the training curves are its latest complete
+    checkpoint's trainer_state.json, and its offline W&B run (WANDB_MODE=offline) is named with
+    the `wandb sync` command of the folder it wrote."""
+    from boundlab.rundir.checkpoints import latest_complete, step_of
+
+    d = site["driver"]
+    load(d, site["url"])  # run 0 is site["run"] (the sweep's copies sort after it)
+    last = latest_complete(site["run"] / "checkpoints")
+    assert last is not None
+    hist = json.loads((last / "trainer_state.json").read_text())["log_history"]
+    WebDriverWait(d, 20).until(lambda x: x.execute_script(
+        "return document.getElementById('plot-train').dataset.drawn === 'plotly'"))
+    got = {t[0]: t[1] for t in d.execute_script(
+        "return document.getElementById('plot-train').data.map(t => [t.name, t.x])")}
+    assert {"reward", "loss"} <= set(got), got
+    assert got["reward"] == [h["step"] for h in hist if "reward" in h] and got["reward"]
+    assert f"checkpoint-{step_of(last)}" in d.find_element(By.ID, "train-note").text
+    info = json.loads((site["run"] / "run_info.json").read_text())
+    text = d.find_element(By.ID, "wandb-info").text
+    assert info["wandb_run_id"] in text and "offline" in text, text
+    sync = d.find_element(By.ID, "wandb-sync").text
+    assert sync.startswith("wandb sync ") and Path(sync.split(" ", 2)[2]).is_dir(), sync
+    assert info["wandb_run_id"] in sync
+    assert errors(d) == []
