@@ -476,8 +476,9 @@ async function drawCompare() {
   }
   const lines = d.differences.map((x) => label.get(x.a) + " vs " + label.get(x.b) + " (" + x.probe + "): probed unlike: " + x.differences.join("; "));
   for (const u of d.unknown) lines.push(label.get(u.a) + " vs " + label.get(u.b) + " (" + u.probe + "): settings unknown (a probe not in its run's store)");
-  note.textContent = d.runs.length < 2 ? "One run ticked: tick another to compare." :
-    lines.length ? lines.join(" · ") : "These runs' probes share their sampling settings and task.";
+  // one line per unlike pair (textContent: labels and settings stay text)
+  note.replaceChildren(...(d.runs.length < 2 ? ["One run ticked: tick another to compare."] :
+    lines.length ? lines : ["These runs' probes share their sampling settings and task."]).map((x) => el("div", {}, x)));
   note.setAttribute("data-unlike", String(d.differences.length));
   plot.style.display = "";
   const nK = Math.max(1, ...d.runs.flatMap((r) => [r.last_curve, r.base_curve].filter(Boolean).map((c) => c.length)));
