@@ -265,3 +265,20 @@ def test_a_run_without_tags_gets_no_empty_plot_box(site):
     assert box == 0
     assert d.execute_script("return document.querySelector('#view-groups').getBoundingClientRect().height") < 120
     assert _severe(d) == []
+
+
+def test_runs_compared_with_markup_names_stay_text(site):
+    """Issue 38's compare list over every indexed run: names holding markup are shown as text, in
+    the list, the legend and the notes, and the page keeps its structure."""
+    d = _loaded(site)
+    WebDriverWait(d, 20).until(lambda x: x.find_elements(By.ID, "compare-run-1"))
+    for i in (0, 1):
+        d.find_element(By.ID, f"compare-run-{i}").click()
+    WebDriverWait(d, 20).until(lambda x: x.execute_script(
+        "const p = document.getElementById('plot-compare'); return p.dataset.drawn === 'plotly' && p.data.length === 4"))
+    assert all(NAME in x.text for x in d.find_elements(By.CSS_SELECTOR, "#compare-pick label"))
+    names = d.execute_script("return document.getElementById('plot-compare').data.map(t => t.name)")
+    assert sum(NAME in x for x in names) == 4, names
+    _page_is_intact(d, scripts=3)
+    assert d.find_elements(By.CSS_SELECTOR, "#compare-pick script, #compare-diffs script, #plot-compare img") == []
+    assert _severe(d) == []

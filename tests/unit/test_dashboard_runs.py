@@ -195,3 +195,11 @@ def test_export_payload_carries_the_new_views(world):
     rid = str(_id(index, "sweepA/0"))
     assert p["runs"][rid]["training"]["step"] == 2 and "wandb" in p["runs"][rid]
     assert len(p["compare"]["runs"]) == 3 and p["compare"]["differences"]
+
+
+@pytest.mark.parametrize("url", ["/api/run/99/training", "/api/run/-1/wandb", "/api/run/x/training",
+                                 "/api/run/..%2F..%2Fetc/wandb", "/api/compare?runs=99", "/api/compare?runs=a"])
+def test_new_urls_name_runs_by_index_only(world, url):
+    root, index, client = world
+    r = client.get(url)
+    assert r.status_code == 404, (url, r.status_code, r.text[:200])
