@@ -8,6 +8,7 @@ so no training runs:
     runs/sweepA/0   W&B online (entity me, project proj); checkpoint-4 complete, checkpoint-6 not
     runs/sweepA/1   W&B offline, its offline-run folder in the run dir; no checkpoint yet
     runs/sweepB/0   another sweep folder; probed at temperature 0.7 (the others: unset)
+    runs/zcopy/run  in no sweep; sweepA/0's probes (so the same base probe: drawn once)
 """
 
 import json
@@ -95,6 +96,8 @@ def site(tmp_path_factory):
              settings={"n": 16, "temperature": 0.7})
     store.close()
     (root / "sweepB" / "multirun.yaml").write_text("{}\n")
+    (root / "zcopy" / "run").mkdir(parents=True)
+    shutil.copy(a0 / "probes.jsonl", root / "zcopy" / "run" / "probes.jsonl")
     _checkpoint(a0, 4, [1, 2, 3, 4], complete=True)
     _checkpoint(a0, 6, [1, 2, 3, 4, 5, 6], complete=False, scale=9.0)  # being written: never read
     _logger(a0, "abc123", name="wandb", entity="me", project="proj", mode="online")
@@ -129,7 +132,8 @@ def _load(d, url):
     d.get(url)
     WebDriverWait(d, 30).until(lambda x: x.execute_script("return document.body.dataset.ready === '1'"))
     labels = [o.text for o in d.find_elements(By.CSS_SELECTOR, "#run-select option")]
-    assert [x.split(" (")[0] for x in labels] == ["runs/sweepA/0", "runs/sweepA/1", "runs/sweepB/0"], labels
+    assert [x.split(" (")[0] for x in labels] == ["runs/sweepA/0", "runs/sweepA/1", "runs/sweepB/0",
+                                                      "runs/zcopy/run"], labels
 
 
 def _pick_run(d, rid: int, until: str):
@@ -252,3 +256,16 @@ def test_exported_file_shows_training_wandb_and_comparison_offline(site):
         assert _severe(d) == []
     finally:
         d.quit()
+
+
+def test_runs_sharing_a_base_draw_it_once(site):
+    d = site["driver"]
+    _load(d, site["url"])
+    WebDriverWait(d, 20).until(lambda x: x.find_elements(By.ID, "compare-run-3"))
+    assert "(no sweep)" in d.find_element(By.CSS_SELECTOR, "label[for=compare-run-3]").text
+    _tick(d, 0, 3)
+    names = _compare_names(d, 3)
+    assert sorted(names) == ["base of runs/sweepA/0, runs/zcopy/run", "runs/sweepA/0 step 4 (last checkpoint)",
+                             "runs/zcopy/run step 4 (last checkpoint)"], names
+    assert "share their sampling settings" in d.find_element(By.ID, "compare-diffs").text
+    assert _severe(d) == []
