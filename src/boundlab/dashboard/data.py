@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 from itertools import combinations
-from urllib.parse import quote
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 
