@@ -20,7 +20,7 @@ from boundlab.probe.store import Store  # noqa: E402
 def _map(tmp):
     index = Index([tmp / "runs"], store=str(tmp / "store.sqlite"))
     try:
-        return TestClient(make_app(index)).get("/api/run/0/problems").json()
+        return TestClient(make_app(index), base_url="http://127.0.0.1:8050").get("/api/run/0/problems").json()
     finally:
         index.close()
 
