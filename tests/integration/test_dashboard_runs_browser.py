@@ -269,3 +269,21 @@ def test_runs_sharing_a_base_draw_it_once(site):
                              "runs/zcopy/run step 4 (last checkpoint)"], names
     assert "share their sampling settings" in d.find_element(By.ID, "compare-diffs").text
     assert _severe(d) == []
+
+
+def test_live_training_curves_follow_a_checkpoint_that_lands(site):
+    """A checkpoint that completes while the page is open is drawn without a reload, before any
+    probe of it lands (zcopy/run: no checkpoint until this test writes one)."""
+    d = site["driver"]
+    _load(d, site["url"])
+    _pick_run(d, 3, "return document.getElementById('train-note').textContent.startsWith('No complete checkpoint yet')")
+    run = site["root"] / "zcopy" / "run"
+    _checkpoint(run, 2, [1, 2], complete=False)
+    time.sleep(3)  # a poll (2 s) or more: a checkpoint being written is not read
+    assert d.find_element(By.ID, "train-note").text.startswith("No complete checkpoint yet")
+    (run / "checkpoints" / "checkpoint-2" / CHECKPOINT_COMPLETE).write_text("ok\n")
+    WebDriverWait(d, 60).until(lambda x: x.execute_script(
+        "const p = document.getElementById('plot-train');"
+        "return p.dataset.drawn === 'plotly' && p.data && p.data.length === 5 && p.data[0].x.join() === '1,2'"))
+    assert "checkpoint-2" in d.find_element(By.ID, "train-note").text
+    assert _severe(d) == []

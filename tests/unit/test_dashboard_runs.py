@@ -203,3 +203,13 @@ def test_new_urls_name_runs_by_index_only(world, url):
     root, index, client = world
     r = client.get(url)
     assert r.status_code == 404, (url, r.status_code, r.text[:200])
+
+
+def test_the_version_changes_when_a_checkpoint_completes(world):
+    root, index, client = world
+    v0 = client.get("/api/version").json()["version"]
+    ck = write_checkpoint(root / "sweepA" / "1", 2, history([1, 2]), complete=False)
+    assert client.get("/api/version").json()["version"] == v0  # being written: nothing to show yet
+    (ck / CHECKPOINT_COMPLETE).write_text("ok\n")
+    assert client.get("/api/version").json()["version"] != v0
+    assert client.get(f"/api/run/{_id(index, 'sweepA/1')}/training").json()["step"] == 2

@@ -23,7 +23,8 @@ import yaml
 from boundlab.boundary.rows import normalize, ordered
 from boundlab.dashboard.counts_cache import CountsCache
 from boundlab.probe.store import ProblemCounts, Store
-from boundlab.rundir import HYDRA_CONFIG, HYDRA_DIR, PROBES_FILE, RUN_INFO
+from boundlab.rundir import CHECKPOINTS_DIR, HYDRA_CONFIG, HYDRA_DIR, PROBES_FILE, RUN_INFO
+from boundlab.rundir.checkpoints import latest_complete
 from boundlab.rundir.io import RunDirError, read_json, read_jsonl
 
 # Folders never searched for run dirs (a W&B run, checkpoints: thousands of files, no probes).
@@ -136,6 +137,12 @@ class RunEntry:
             raise KeyError(f"run {self.id} has no probe {i}")
         return self.rows[i]
 
+    def checkpoint_stamp(self) -> str:
+        """The latest complete checkpoint's folder name ("" before the first): part of the page's
+        version, so training curves follow a checkpoint that lands before its probe does."""
+        last = latest_complete(self.path / CHECKPOINTS_DIR)
+        return last.name if last is not None else ""
+
     @property
     def base(self) -> dict[str, Any] | None:
         return next((r for r in self.rows if r["kind"] == "base"), None)
@@ -201,7 +208,7 @@ class Index:
                 self.scan()
             for r in self.runs:
                 r.refresh()
-            return "-".join(f"{r.stamp[0]}.{r.stamp[1]}" for r in self.runs)
+            return "-".join(f"{r.stamp[0]}.{r.stamp[1]}.{r.checkpoint_stamp()}" for r in self.runs)
 
     def run(self, rid: int) -> RunEntry:
         if not 0 <= rid < len(self.runs):
