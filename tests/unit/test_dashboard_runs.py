@@ -134,6 +134,9 @@ def test_wandb_offline_by_config_without_its_folder_and_disabled(world):
     got = data.wandb_info(index.run(_id(index, "sweepA/0")))
     assert got["mode"] == "offline" and got["sync"] is None and got["url"] is None
     assert "offline" in got["note"] and "off111" in got["note"]
+    write_logger(root / "sweepA" / "0", "dry333", name="wandb", project="proj", mode="dryrun")  # W&B's alias
+    got = data.wandb_info(index.run(_id(index, "sweepA/0")))
+    assert got["mode"] == "offline" and "dry333" in got["note"]
     write_logger(root / "sweepA" / "1", "dis222", name="wandb", project="proj", mode="disabled")
     got = data.wandb_info(index.run(_id(index, "sweepA/1")))
     assert got["mode"] == "disabled" and got["url"] is None and "disabled" in got["note"]

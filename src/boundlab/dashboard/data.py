@@ -258,7 +258,8 @@ def wandb_info(run: RunEntry) -> dict[str, Any]:
         info = run.info
     rid = info.get("wandb_run_id") if isinstance(info, dict) else None
     entity, project = lg.get("entity"), lg.get("project") or "boundlab"
-    mode = str(lg.get("mode") or "").lower() or None
+    mode = str(lg.get("mode") or "").strip().lower() or None
+    mode = {"dryrun": "offline", "run": "online"}.get(mode, mode)  # W&B's spellings (tracking.logger)
     out: dict[str, Any] = {"run_id": rid, "entity": entity, "project": project, "mode": mode,
                            "url": None, "sync": None, "offline_dir": None}
     if lg.get("name") == "none" or mode == "disabled":
