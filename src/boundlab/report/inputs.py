@@ -90,7 +90,7 @@ def sweep_run_dirs(path: Path) -> list[Path]:
 def sweep_job_notes(path: Path, subs: list[Path]) -> list[str]:
     """One note per job the sweep defined (its multirun.yaml) that left no probes here: a failed,
     killed or never-launched job is named, never silently missing from the comparison."""
-    from boundlab.sweep import sweep_jobs
+    from boundlab.rundir.sweeps import sweep_jobs
 
     jobs = sweep_jobs(path)
     have = {p.resolve() for p in subs}
