@@ -29,8 +29,10 @@ def tiny_llama():
     cfg = LlamaConfig(vocab_size=3, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                       num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32,
                       eos_token_id=EOS, bos_token_id=0, pad_token_id=EOS,
-                      initializer_range=0.5)  # wide weights: a p far from uniform
-    model = LlamaForCausalLM(cfg).eval()
+                      initializer_range=0.15)  # wide weights: a p far from uniform
+    # float64: in float32 the same prefix scores differently (~1e-8) inside sequences of other
+    # lengths, which is noise far above the 1e-9 the exact check asks for.
+    model = LlamaForCausalLM(cfg).eval().to(torch.float64)
     model.generation_config.eos_token_id = EOS
     return model
 
@@ -76,7 +78,7 @@ def transition_matrix(sampler: PowerSampler, alpha: float, T: float, accept=log_
 
 @pytest.mark.parametrize("alpha", [1.0, 4.0])
 def test_mh_kernel_leaves_p_to_the_alpha_exactly_invariant(tiny_llama, alpha):
-    T = 0.8
+    T = 1.0
     sampler = PowerSampler(tiny_llama, None, alpha=alpha)
     p, K = transition_matrix(sampler, alpha, T)
     assert p.sum() == pytest.approx(1.0, abs=1e-12)  # the support is the whole distribution
@@ -91,7 +93,7 @@ def test_mh_kernel_leaves_p_to_the_alpha_exactly_invariant(tiny_llama, alpha):
 
 def test_kernel_check_fails_without_the_length_terms(tiny_llama):
     # The exact check can fail: drop the 1/len(y) of the uniform choice of t and pi moves.
-    alpha, T = 4.0, 0.8
+    alpha, T = 4.0, 1.0
     sampler = PowerSampler(tiny_llama, None, alpha=alpha)
 
     def wrong(a, lpc, lpn, lqc, lqn, lc, ln):
@@ -122,25 +124,29 @@ def _frequencies(sampler: PowerSampler, ys, rows: int, T: float, seed: int) -> n
 
 def test_alpha_one_samples_the_base(tiny_llama):
     # alpha = 1: q = p, the chain starts in its stationary law and stays there whatever the steps.
-    T, rows = 0.8, 1200
-    sampler = PowerSampler(tiny_llama, None, alpha=1.0, mcmc_steps=3)
+    T, rows = 1.0, 800
+    sampler = PowerSampler(tiny_llama, None, alpha=1.0, mcmc_steps=2)
     ys, _, p = exact_tables(sampler, T)
     freq = _frequencies(sampler, ys, rows, T, seed=11)
     tv = 0.5 * np.abs(freq - p).sum()
-    # 15 outcomes, 1200 rows: the expected TV is about 0.03 (fixed seed, so no flake).
-    assert tv < 0.08, (tv, freq, p)
+    # 15 outcomes, 800 rows: the expected TV is about 0.04 (fixed seed, so no flake).
+    assert tv < 0.1, (tv, freq, p)
 
 
-def test_alpha_four_moves_towards_pi(tiny_llama):
-    # Many steps at alpha = 4: the samples are nearer pi than the token-level q samples are.
-    T, rows, alpha = 0.8, 400, 4.0
-    chain = PowerSampler(tiny_llama, None, alpha=alpha, mcmc_steps=12)
-    plain = PowerSampler(tiny_llama, None, alpha=alpha, mcmc_steps=0)
-    ys, _, p = exact_tables(chain, T)
-    pi = p ** alpha / (p ** alpha).sum()
-    tv_chain = 0.5 * np.abs(_frequencies(chain, ys, rows, T, 5) - pi).sum()
-    tv_plain = 0.5 * np.abs(_frequencies(plain, ys, rows, T, 5) - pi).sum()
-    assert tv_chain < tv_plain, (tv_chain, tv_plain)
+def test_the_chain_runs_the_exact_kernel(tiny_llama):
+    # alpha = 2, 4 steps: the samples follow q K^4 (q: the exact law of the first draw, K: the
+    # kernel checked above), which is far from q itself, so a chain that never moved would fail.
+    T, rows, alpha, steps = 2.0, 600, 2.0, 4
+    sampler = PowerSampler(tiny_llama, None, alpha=alpha, mcmc_steps=steps)
+    ys, scores, _ = exact_tables(sampler, T)
+    q = np.array([math.exp(sum(scores[y][1])) for y in ys])
+    _, K = transition_matrix(sampler, alpha, T)
+    law = q @ np.linalg.matrix_power(K, steps)
+    assert 0.5 * np.abs(law - q).sum() > 0.15
+    freq = _frequencies(sampler, ys, rows, T, seed=5)
+    tv = 0.5 * np.abs(freq - law).sum()
+    assert tv < 0.09, (tv, freq, law)  # expected about 0.05
+    assert tv < 0.5 * np.abs(freq - q).sum()
 
 
 # -- through the Sampler interface, with a real tokenizer -----------------------------------------

@@ -29,10 +29,12 @@ many scoring passes. Everything stays in token ids; text is decoded only for the
 from __future__ import annotations
 
 import hashlib
+import inspect
 import math
 from typing import Any, Sequence
 
 import torch
+from transformers import DynamicCache
 
 from boundlab.config import ConfigError
 from boundlab.sampling.base import Completion, GenSettings, Sampler, prompt_token_ids
@@ -74,6 +76,9 @@ class PowerSampler(Sampler):
         if eos is None:
             eos = tokenizer.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos])
+        # transformers 5.x renamed `past_key_values` to `cache` (the old name warns, then goes).
+        params = inspect.signature(model.forward).parameters
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
 
     def key_engine(self, settings: GenSettings) -> str:
         """Part of the probe key: samples of another alpha, step count or plain sampling never mix."""
@@ -134,11 +139,10 @@ class PowerSampler(Sampler):
         """Up to `budget` tokens drawn at `temperature` after prompt + prefix, ending at EOS."""
         out: list[int] = []
         inp = torch.tensor([prompt + prefix], device=self.device)
-        past = None
+        cache = {self._cache_arg: DynamicCache()}  # filled in place by each forward
         while len(out) < budget:
-            res = self.model(input_ids=inp, past_key_values=past, use_cache=True)
-            past = res.past_key_values
-            probs = torch.softmax(res.logits[0, -1].double().cpu() / temperature, dim=-1)
+            logits = self.model(input_ids=inp, use_cache=True, logits_to_keep=1, **cache).logits
+            probs = torch.softmax(logits[0, -1].double().cpu() / temperature, dim=-1)
             tok = int(torch.multinomial(probs, 1, generator=gen))
             out.append(tok)
             if tok in self.eos_ids:
