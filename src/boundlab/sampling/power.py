@@ -130,7 +130,7 @@ class PowerSampler(Sampler):
             la = log_accept(self.alpha, sum(lp), sum(lp_new), sum(lq[t:]), sum(lq_new[t:]),
                             len(y), len(new))
             u = float(torch.rand(1, generator=gen, dtype=torch.float64))
-            if la >= 0 or math.log(u) < la:
+            if la >= 0 or u < math.exp(la):  # (u may be 0: no log of it)
                 y, lp, lq = new, lp_new, lq_new
         return y, ("eos" if y and y[-1] in self.eos_ids else "length")
 
