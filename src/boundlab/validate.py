@@ -321,6 +321,10 @@ def _check_power(cfg: Any) -> None:
     if p.stop:
         _fail("probe.stop", list(p.stop), "must be empty with sampler=power (stop strings would cut "
               "completions outside p)")
+    m = cfg.get("match_entropy")
+    if m is not None and m.get("of"):
+        _fail("match_entropy.of", m.of, "cannot be combined with sampler=power (it records no "
+              "per-token entropy to match)")
 
 
 def validate(cfg: Any) -> None:

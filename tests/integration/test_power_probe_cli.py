@@ -64,8 +64,10 @@ def test_probe_with_power_sampler_keys_its_samples_by_alpha_and_steps(tmp_path, 
     (["probe.stop=[';']"], "error: probe.stop=[';']: must be empty with sampler=power"),
     (["sampler.power.alpha=0.5"], "error: sampler.power.alpha=0.5: must be >= 1"),
     (["sampler.power.mcmc_steps=-1"], "error: sampler.power.mcmc_steps=-1: must be >= 0"),
+    (["match_entropy.of={tmp}"], "error: match_entropy.of={tmp}: cannot be combined with sampler=power"),
 ])
 def test_settings_that_change_p_are_one_line_errors(tmp_path, extra, line):
+    extra, line = [e.format(tmp=tmp_path) for e in extra], line.format(tmp=tmp_path)
     proc = run_probe(tmp_path, "task=aime24", "task.limit=1", "probe.n=1", "logger=none",
                      "sampler=power", f"hydra.run.dir={tmp_path / 'run'}", *extra)
     assert proc.returncode == 2, proc.stdout + proc.stderr
