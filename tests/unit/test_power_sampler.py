@@ -115,10 +115,12 @@ def _frequencies(sampler: PowerSampler, ys, rows: int, T: float, seed: int) -> n
     index = {y: i for i, y in enumerate(ys)}
     counts = np.zeros(len(ys))
     s = GenSettings(temperature=T, max_new_tokens=MAX_NEW)
-    for r in range(rows):
-        y, finish = sampler.sample_ids(PROMPT, s, torch.Generator().manual_seed(row_seed(seed, r)))
-        assert finish == ("eos" if y[-1] == EOS else "length")
-        counts[index[tuple(y)]] += 1
+    gens = [torch.Generator().manual_seed(row_seed(seed, r)) for r in range(rows)]
+    for start in range(0, rows, 200):  # the batched chains, as the probe runs them
+        for y, finish in sampler.sample_rows([PROMPT] * len(gens[start:start + 200]), s,
+                                             gens[start:start + 200]):
+            assert finish == ("eos" if y[-1] == EOS else "length")
+            counts[index[tuple(y)]] += 1
     return counts / rows
 
 

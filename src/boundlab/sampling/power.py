@@ -20,9 +20,11 @@ on the same curves as every trained checkpoint.
 Departures from the paper: the paper resamples blocks of a fixed size in a sequence grown block by
 block with a schedule of intermediate targets; here the whole completion is the state from the
 start and t is uniform over it (the simpler kernel the issue asks for, exact for any mcmc_steps as
-a stationary chain, not a claim of mixing). Sampling is one row at a time with a KV cache and a
-per-row torch.Generator seeded from the probe's seed and the row's index in the call, so a row's
-draws do not depend on how rows are batched. Each sample costs mcmc_steps + 1 generations and as
+a stationary chain, not a claim of mixing). The rows of a call run their chains in lockstep
+(left-padded batched forwards with a KV cache, `sampler.batch_size` rows at a time); each row draws
+from its own torch.Generator, seeded from the probe's seed and the row's index in the call, in the
+same order whatever the batch (tokens by the inverse CDF of one uniform each), so a row's draws do
+not depend on how rows are batched (up to float rounding of padded batches flipping a draw). Each sample costs mcmc_steps + 1 generations and as
 many scoring passes. Everything stays in token ids; text is decoded only for the Completion.
 """
 
@@ -76,6 +78,8 @@ class PowerSampler(Sampler):
         if eos is None:
             eos = tokenizer.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos])
+        pad = getattr(tokenizer, "pad_token_id", None) if tokenizer is not None else None
+        self.pad_id = pad if pad is not None else min(self.eos_ids)
         # transformers 5.x renamed `past_key_values` to `cache` (the old name warns, then goes).
         params = inspect.signature(model.forward).parameters
         self._cache_arg = "cache" if "cache" in params else "past_key_values"
@@ -99,68 +103,113 @@ class PowerSampler(Sampler):
     def generate(self, requests: Sequence[tuple[str, int]], settings: GenSettings,
                  seed: int) -> list[list[Completion]]:
         self.check(settings)
-        prompts = [p for p, _ in requests]
-        ids = prompt_token_ids(self.tok, prompts)
-        grouped, row = [], 0
-        for pids, (_, count) in zip(ids, requests):
-            out = []
-            for _ in range(count):
-                gen = torch.Generator().manual_seed(row_seed(seed, row))
-                y, finish = self.sample_ids(pids, settings, gen)
-                body = y[:-1] if finish == "eos" else y
-                out.append(Completion(self.tok.decode(body, skip_special_tokens=True), len(y), finish,
-                                      None))
-                row += 1
-            grouped.append(out)
+        ids = prompt_token_ids(self.tok, [p for p, _ in requests])
+        rows = [pids for pids, (_, count) in zip(ids, requests) for _ in range(count)]
+        gens = [torch.Generator().manual_seed(row_seed(seed, i)) for i in range(len(rows))]
+        drawn: list[tuple[list[int], str]] = []
+        for start in range(0, len(rows), self.rows_per_call):
+            end = start + self.rows_per_call
+            drawn.extend(self.sample_rows(rows[start:end], settings, gens[start:end]))
+        comps = [Completion(self.tok.decode(y[:-1] if fin == "eos" else y, skip_special_tokens=True),
+                            len(y), fin, None) for y, fin in drawn]
+        grouped, i = [], 0
+        for _, count in requests:
+            grouped.append(comps[i : i + count])
+            i += count
         return grouped
 
-    # -- the chain -------------------------------------------------------------------------------
-    @torch.inference_mode()
+    # -- the chains ------------------------------------------------------------------------------
     def sample_ids(self, prompt: list[int], s: GenSettings, gen: torch.Generator
                    ) -> tuple[list[int], str]:
         """One completion (token ids, EOS included if it ended there) and its finish."""
+        return self.sample_rows([prompt], s, [gen])[0]
+
+    @torch.inference_mode()
+    def sample_rows(self, prompts: list[list[int]], s: GenSettings, gens: list[torch.Generator]
+                    ) -> list[tuple[list[int], str]]:
+        """One chain per row, run in lockstep (batched forwards); row i draws only from gens[i],
+        in the same order whatever the batch, so its result does not depend on the other rows."""
         T, limit = s.temperature, s.max_new_tokens
         q_temp = T / self.alpha
-        y = self.extend(prompt, [], limit, q_temp, gen)
-        lp, lq = self.score(prompt, y, T)
-        for _ in range(self.mcmc_steps if y else 0):
-            t = int(torch.randint(len(y), (1,), generator=gen))
-            new = y[:t] + self.extend(prompt, y[:t], limit - t, q_temp, gen)
-            lp_new, lq_new = self.score(prompt, new, T)
-            la = log_accept(self.alpha, sum(lp), sum(lp_new), sum(lq[t:]), sum(lq_new[t:]),
-                            len(y), len(new))
-            u = float(torch.rand(1, generator=gen, dtype=torch.float64))
-            if la >= 0 or u < math.exp(la):  # (u may be 0: no log of it)
-                y, lp, lq = new, lp_new, lq_new
-        return y, ("eos" if y and y[-1] in self.eos_ids else "length")
-
-    def extend(self, prompt: list[int], prefix: list[int], budget: int, temperature: float,
-               gen: torch.Generator) -> list[int]:
-        """Up to `budget` tokens drawn at `temperature` after prompt + prefix, ending at EOS."""
-        out: list[int] = []
-        inp = torch.tensor([prompt + prefix], device=self.device)
-        cache = {self._cache_arg: DynamicCache()}  # filled in place by each forward
-        while len(out) < budget:
-            logits = self.model(input_ids=inp, use_cache=True, logits_to_keep=1, **cache).logits
-            probs = torch.softmax(logits[0, -1].double().cpu() / temperature, dim=-1)
-            tok = int(torch.multinomial(probs, 1, generator=gen))
-            out.append(tok)
-            if tok in self.eos_ids:
+        ys = self.extend_rows(prompts, [limit] * len(prompts), q_temp, gens)
+        scores = self.score_rows(prompts, ys, T)
+        for _ in range(self.mcmc_steps):
+            live = [i for i, y in enumerate(ys) if y]
+            if not live:
                 break
-            inp = torch.tensor([[tok]], device=self.device)
+            ts = {i: int(torch.randint(len(ys[i]), (1,), generator=gens[i])) for i in live}
+            suffixes = self.extend_rows([prompts[i] + ys[i][: ts[i]] for i in live],
+                                        [limit - ts[i] for i in live], q_temp, [gens[i] for i in live])
+            news = [ys[i][: ts[i]] + suf for i, suf in zip(live, suffixes)]
+            new_scores = self.score_rows([prompts[i] for i in live], news, T)
+            for i, new, (lp_new, lq_new) in zip(live, news, new_scores):
+                (lp, lq), t = scores[i], ts[i]
+                la = log_accept(self.alpha, sum(lp), sum(lp_new), sum(lq[t:]), sum(lq_new[t:]),
+                                len(ys[i]), len(new))
+                u = float(torch.rand(1, generator=gens[i], dtype=torch.float64))
+                if la >= 0 or u < math.exp(la):  # (u may be 0: no log of it)
+                    ys[i], scores[i] = new, (lp_new, lq_new)
+        return [(y, "eos" if y and y[-1] in self.eos_ids else "length") for y in ys]
+
+    def _padded(self, seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Left-padded ids, attention mask and position ids (positions count real tokens only)."""
+        width = max(len(x) for x in seqs)
+        ids = torch.tensor([[self.pad_id] * (width - len(x)) + x for x in seqs], device=self.device)
+        attn = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in seqs], device=self.device)
+        return ids, attn, (attn.cumsum(-1) - 1).clamp(min=0)
+
+    def extend_rows(self, starts: list[list[int]], budgets: list[int], temperature: float,
+                    gens: list[torch.Generator]) -> list[list[int]]:
+        """Per row, up to budgets[i] tokens drawn at `temperature` after starts[i], ending at EOS.
+        Row i's token is the inverse CDF of one uniform from gens[i]."""
+        if any(not x for x in starts):
+            raise ValueError("power sampling needs a prompt of at least one token")
+        out: list[list[int]] = [[] for _ in starts]
+        live = [b > 0 for b in budgets]
+        ids, attn, pos = self._padded(starts)
+        cache = {self._cache_arg: DynamicCache()}  # filled in place by each forward
+        while any(live):
+            logits = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True,
+                                logits_to_keep=1, **cache).logits[:, -1]
+            cdf = torch.softmax(logits.double().cpu() / temperature, dim=-1).cumsum(-1)
+            nxt = []
+            for i in range(len(starts)):
+                tok = self.pad_id
+                if live[i]:
+                    u = torch.rand(1, generator=gens[i], dtype=torch.float64)
+                    tok = min(int(torch.searchsorted(cdf[i], u * cdf[i, -1], right=True)),
+                              cdf.shape[1] - 1)
+                    out[i].append(tok)
+                    live[i] = tok not in self.eos_ids and len(out[i]) < budgets[i]
+                nxt.append(tok)
+            ids = torch.tensor(nxt, device=self.device).unsqueeze(1)
+            attn = torch.cat([attn, torch.ones_like(ids)], dim=1)
+            pos = pos[:, -1:] + 1
         return out
 
     def score(self, prompt: list[int], y: list[int], temperature: float
               ) -> tuple[list[float], list[float]]:
         """Per-position log p (logits / T) and log q (logits / (T / alpha)) of each token of y given
-        the prompt and the tokens before it, from one forward pass."""
-        if not y:
-            return [], []
-        if not prompt:
+        the prompt and the tokens before it."""
+        return self.score_rows([prompt], [y], temperature)[0]
+
+    def score_rows(self, prompts: list[list[int]], ys: list[list[int]], temperature: float
+                   ) -> list[tuple[list[float], list[float]]]:
+        """`score` for many rows, from one left-padded forward pass."""
+        if any(not x for x in prompts):
             raise ValueError("power sampling needs a prompt of at least one token")
-        ids = torch.tensor([prompt + y], device=self.device)
-        logits = self.model(input_ids=ids).logits[0, len(prompt) - 1 : -1].double().cpu()
-        target = torch.tensor(y).unsqueeze(1)
-        lp = torch.log_softmax(logits / temperature, -1).gather(1, target).squeeze(1)
-        lq = torch.log_softmax(logits * (self.alpha / temperature), -1).gather(1, target).squeeze(1)
-        return lp.tolist(), lq.tolist()
+        out: list[tuple[list[float], list[float]]] = [([], []) for _ in ys]
+        rows = [i for i, y in enumerate(ys) if y]
+        if not rows:
+            return out
+        ids, attn, pos = self._padded([prompts[i] + ys[i] for i in rows])
+        logits = self.model(input_ids=ids, attention_mask=attn, position_ids=pos).logits
+        width = ids.shape[1]
+        for r, i in enumerate(rows):
+            n = len(ys[i])
+            at = logits[r, width - n - 1 : width - 1].double().cpu()
+            target = torch.tensor(ys[i]).unsqueeze(1)
+            lp = torch.log_softmax(at / temperature, -1).gather(1, target).squeeze(1)
+            lq = torch.log_softmax(at * (self.alpha / temperature), -1).gather(1, target).squeeze(1)
+            out[i] = (lp.tolist(), lq.tolist())
+        return out
