@@ -184,6 +184,9 @@ def test_probe_key_holds_alpha_and_steps(tiny):
     assert len(keys) == 4
     assert PowerSampler(model, tok, alpha=4.0, mcmc_steps=8).key_engine(s) == "power:alpha=4:steps=8"
     assert HFSampler(model, tok).key_engine(s) not in keys
+    # Alphas that print alike at 6 digits still get their own keys.
+    near = PowerSampler(model, tok, alpha=4.0000001, mcmc_steps=8).key_engine(s)
+    assert near == "power:alpha=4.0000001:steps=8"
 
 
 @pytest.mark.parametrize("settings,needle", [

@@ -86,7 +86,10 @@ class PowerSampler(Sampler):
 
     def key_engine(self, settings: GenSettings) -> str:
         """Part of the probe key: samples of another alpha, step count or plain sampling never mix."""
-        return f"power:alpha={self.alpha:g}:steps={self.mcmc_steps}"
+        a = f"{self.alpha:g}"
+        if float(a) != self.alpha:  # :g keeps 6 digits; two alphas must never share a key
+            a = repr(self.alpha)
+        return f"power:alpha={a}:steps={self.mcmc_steps}"
 
     def check(self, s: GenSettings) -> None:
         if not s.temperature > 0:
