@@ -126,7 +126,7 @@ def validate_probe(p: Any, prefix: str = "probe") -> None:
 
 def validate_sampler(s: Any, prefix: str = "sampler") -> None:
     _at_least(s, prefix, "batch_size", 1)
-    _one_of(s.hf, f"{prefix}.hf", "engine", ("auto", "generate"))
+    _one_of(s.hf, f"{prefix}.hf", "engine", ("auto", "generate", "compact-cb"))
     if s.torch_threads is not None:
         _at_least(s, prefix, "torch_threads", 1, " (or null for one per core)")
     if not (s.device in ("auto", "cpu", "cuda") or str(s.device).startswith("cuda:")):
@@ -165,6 +165,7 @@ def validate_match_entropy(m: Any, prefix: str = "match_entropy") -> None:
     if m.base_temperature is not None and not m.base_temperature > 0:
         _fail(f"{prefix}.base_temperature", m.base_temperature, "must be > 0 (or null for "
               "probe.temperature)")
+    _one_of(m, prefix, "tokens", ("all", "decision"))
 
 
 def _check_match_entropy(cfg: Any) -> None:
@@ -180,6 +181,9 @@ def _check_match_entropy(cfg: Any) -> None:
             _fail(key, cfg.get(key), "cannot be combined with match_entropy.of (it probes two models)")
     if cfg.probe.adaptive:
         _fail("probe.adaptive", True, "cannot be combined with match_entropy.of (fixed n only)")
+    if m.tokens == "decision" and cfg.task.name != "toy2":
+        _fail("match_entropy.tokens", "decision", f"needs task=toy2 (decision tokens come from its trace "
+              f"grammar), not task={cfg.task.name}")
 
 
 def validate_logger(lg: Any, prefix: str = "logger") -> None:

@@ -75,7 +75,7 @@ RANGE_CASES = [
     ("probe", "probe.keep_text=some", "probe.keep_text=some: must be one of all, compact"),
     ("train", "probe.keep_text=none", "probe.keep_text=none: must be one of all, compact"),
     ("probe", "sampler.batch_size=0", "sampler.batch_size=0: must be >= 1"),
-    ("probe", "sampler.hf.engine=fast", "sampler.hf.engine=fast: must be one of auto, generate"),
+    ("probe", "sampler.hf.engine=fast", "sampler.hf.engine=fast: must be one of auto, generate, compact-cb"),
     ("probe", "verify.math.deadline_s=0", "verify.math.deadline_s=0.0: must be > 0 (seconds per math-verify call)"),
     ("probe", "logger.mode=sometimes", "logger.mode=sometimes: must be one of null, online, offline, disabled"),
     ("probe", "model.dtype=fp8", "model.dtype=fp8: must be one of auto, float32, bfloat16, float16"),
@@ -398,7 +398,9 @@ def test_read_only_store_named(tmp_path, monkeypatch):
     for extra in ("-wal", "-shm"):
         Path(str(p) + extra).unlink(missing_ok=True)
     real = sqlite3.connect
-    monkeypatch.setattr(sqlite3, "connect", lambda path, **kw: real(f"file:{path}?mode=ro", uri=True, **kw))
+    # Every open read-only (a reader's own open is a mode=ro URI already: passed as it is).
+    monkeypatch.setattr(sqlite3, "connect", lambda path, **kw: real(path, **kw) if kw.get("uri")
+                        else real(f"file:{path}?mode=ro", uri=True, **kw))
     with pytest.raises(StoreError) as e:
         Store(p)
     assert str(e.value) == (
@@ -555,7 +557,9 @@ def test_read_only_store_can_still_be_read(tmp_path, monkeypatch):
     s.add_samples("k", [SampleRow("a", 0, "x", "1", True, None, "correct", 1)])
     s.close()
     real = sqlite3.connect
-    monkeypatch.setattr(sqlite3, "connect", lambda path, **kw: real(f"file:{path}?mode=ro", uri=True, **kw))
+    # Every open read-only (a reader's own open is a mode=ro URI already: passed as it is).
+    monkeypatch.setattr(sqlite3, "connect", lambda path, **kw: real(path, **kw) if kw.get("uri")
+                        else real(f"file:{path}?mode=ro", uri=True, **kw))
     ro = Store(p, writable=False)
     assert ro.counts_done("k") == {"a": 1}
     ro.close()

@@ -150,7 +150,9 @@ class HFSamplerConfig:
     """`sampler.hf`: what only the hf sampler reads."""
     # auto: the compact decoder (boundlab.sampling.compact) for a float32 Llama on CPU, transformers
     # generate otherwise; generate: always transformers generate. The two draw different samples
-    # from the same distribution; the probe key records the compact one.
+    # from the same distribution; the probe key records the compact one. compact-cb: the compact
+    # decoder with continuous batching (boundlab.sampling.refill: ended rows refilled from a queue
+    # across problems, per-row random streams), float32 Llama on CPU only; keyed as its own engine.
     engine: str = "auto"
     # Record each sample's mean per-token entropy (after temperature and top-p) from the logits
     # already computed; it changes no sample, so it is not part of the probe key.
@@ -251,6 +253,9 @@ class CodeVerifyConfig:
     memory_mb: int = 1024
     # Run without bubblewrap isolation (loudly warned; never chosen silently).
     allow_weak_isolation: bool = False
+    # Run when another confinement layer (seccomp; cgroups as root) cannot be set up (logged;
+    # without it such a run is refused in one line). See boundlab.sandbox.layers.
+    allow_weaker: bool = False
 
 
 @dataclass
@@ -338,6 +343,10 @@ class MatchEntropyConfig:
     steps: int = 6
     # Stop once the entropy is within this fraction of the base's.
     tol: float = 0.02
+    # What entropy is matched: `all` (the mean per-token entropy of every token, as stored) or
+    # `decision` (toy2 only: the mean over the tokens where a trace chooses its strategy,
+    # boundlab.probe.decision_entropy, recomputed under each model at each temperature tried).
+    tokens: str = "all"
 
 
 @dataclass
@@ -353,5 +362,9 @@ class ProbeMain(ProbingMain):
     watch_poll_s: float = 10.0
     # Seconds after which the watcher gives up (null = never).
     watch_timeout_s: Optional[float] = None
+    # Seconds the watched folder may take to become a training run (its .hydra/config.yaml, then
+    # run_info.json) before the watcher gives up in one line; null = never (a missing folder is then
+    # refused at once).
+    watch_start_timeout_s: Optional[float] = 3600.0
     # The temperature control: match a model's sampling entropy to a base's, then probe both.
     match_entropy: MatchEntropyConfig = field(default_factory=MatchEntropyConfig)

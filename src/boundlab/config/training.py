@@ -267,6 +267,9 @@ class TrainLoop:
     # ProRL's hard reset: every N optimizer steps the KL reference becomes the current policy and the
     # optimizer state is cleared (boundlab.algos.resets; needs kl.coef > 0). 0 = never.
     ref_reset_every: int = 0
+    # Start training from these weights instead of the base's: a checkpoint folder or a run dir (its
+    # latest complete checkpoint); probes still compare with the base (boundlab.training.init_from).
+    init_from: Optional[str] = None
 
 
 @dataclass
