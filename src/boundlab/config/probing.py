@@ -160,8 +160,19 @@ class HFSamplerConfig:
 
 
 @dataclass
+class PowerSamplerConfig:
+    """`sampler.power`: what only the power sampler reads (boundlab.sampling.power)."""
+    # The sharpening exponent: samples target p(y)^alpha over whole completions, p the base at
+    # probe.temperature; 1 = the base itself. Part of the probe key.
+    alpha: float = 4.0
+    # Metropolis-Hastings steps per sample (each resamples a suffix at temperature T / alpha);
+    # 0 = plain samples at T / alpha, the token-level baseline. Part of the probe key.
+    mcmc_steps: int = 8
+
+
+@dataclass
 class SamplerConfig:
-    # hf (transformers generate, CPU or GPU) or vllm (GPU).
+    # hf (transformers generate, CPU or GPU), vllm (GPU) or power (p^alpha by MCMC on the hf model).
     name: str = "hf"
     # Rows (prompt x sample) per generate call.
     batch_size: int = 64
@@ -173,6 +184,8 @@ class SamplerConfig:
     hf: HFSamplerConfig = field(default_factory=HFSamplerConfig)
     # vLLM's own settings (read by sampler=vllm only).
     vllm: VLLMSamplerConfig = field(default_factory=VLLMSamplerConfig)
+    # The power sampler's own settings (read by sampler=power only).
+    power: PowerSamplerConfig = field(default_factory=PowerSamplerConfig)
 
 
 @dataclass
