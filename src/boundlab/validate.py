@@ -126,7 +126,7 @@ def validate_probe(p: Any, prefix: str = "probe") -> None:
 
 def validate_sampler(s: Any, prefix: str = "sampler") -> None:
     _at_least(s, prefix, "batch_size", 1)
-    _one_of(s.hf, f"{prefix}.hf", "engine", ("auto", "generate"))
+    _one_of(s.hf, f"{prefix}.hf", "engine", ("auto", "generate", "compact-cb"))
     if s.torch_threads is not None:
         _at_least(s, prefix, "torch_threads", 1, " (or null for one per core)")
     if not (s.device in ("auto", "cpu", "cuda") or str(s.device).startswith("cuda:")):

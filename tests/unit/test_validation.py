@@ -75,7 +75,7 @@ RANGE_CASES = [
     ("probe", "probe.keep_text=some", "probe.keep_text=some: must be one of all, compact"),
     ("train", "probe.keep_text=none", "probe.keep_text=none: must be one of all, compact"),
     ("probe", "sampler.batch_size=0", "sampler.batch_size=0: must be >= 1"),
-    ("probe", "sampler.hf.engine=fast", "sampler.hf.engine=fast: must be one of auto, generate"),
+    ("probe", "sampler.hf.engine=fast", "sampler.hf.engine=fast: must be one of auto, generate, compact-cb"),
     ("probe", "verify.math.deadline_s=0", "verify.math.deadline_s=0.0: must be > 0 (seconds per math-verify call)"),
     ("probe", "logger.mode=sometimes", "logger.mode=sometimes: must be one of null, online, offline, disabled"),
     ("probe", "model.dtype=fp8", "model.dtype=fp8: must be one of auto, float32, bfloat16, float16"),

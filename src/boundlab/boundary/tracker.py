@@ -8,7 +8,7 @@ base's, and the boundary plot (pass@1 and pass@n against the step, the paper's F
 Strict pass@k (right answer and a valid trace) is the headline wherever the verifier knows it; the
 answer-only numbers sit beside it, labelled (`boundlab.boundary.rows` has the row layout). With
 `task.group_by` every probe is also broken down by that Problem.meta tag (`boundary_groups.csv`,
-`probe/<tag>/<metric>/...` in W&B, one panel per tag in boundary.png). With `probe.null_seed_offset` the
+`probe_tier/<tag>/<metric>/...` in W&B, one panel per tag in boundary.png). With `probe.null_seed_offset` the
 base is probed a second time with seed + offset (a `kind=null` row): its Δ, lost and gained against the
 base are the chance level of every checkpoint's. A saturated probe (every problem solved at k = n)
 is flagged with the rule-of-three bound instead of showing a [0, 0] interval as precision.
@@ -46,7 +46,7 @@ from boundlab.rundir import (BOUNDARY_CSV, BOUNDARY_GROUPS_CSV, BOUNDARY_PNG, EN
                              PASSK_BY_STEP_PNG, PROBES_FILE)
 from boundlab.rundir.io import append_jsonl, atomic_write_text, read_jsonl, write_jsonl
 from boundlab.tasks.base import Task
-from boundlab.tracking.names import PROBE, PROBE_STEP, TRAIN_STEP, metric_key
+from boundlab.tracking.names import PROBE, PROBE_STEP, PROBE_TIER, TRAIN_STEP, metric_key, tier_prefix
 
 
 def build_tracker(run_dir: Path, task: Task, store: Store, verifier: Any, logger: Any,
@@ -80,6 +80,7 @@ class BoundaryTracker:
         self._load_rows()
         if self.logger is not None:
             self.logger.define_step_metric(PROBE, PROBE_STEP)
+            self.logger.define_step_metric(PROBE_TIER, PROBE_STEP)
 
     # -- bookkeeping -----------------------------------------------------------------------
     def _load_rows(self) -> None:
@@ -227,6 +228,9 @@ class BoundaryTracker:
             self.logger.log(m)
             return
         m.update(_probe_metrics(row))
+        if base_curve is not None:
+            # The base as its own series at every probe step: each chart has the base beside it.
+            m.update(_base_series(base, len(row["curve"])))
         if row["kind"] == "checkpoint":
             m.update(_compared_metrics(row, PROBE, base_curve))
             if "alarm" in row:  # rows from before the alarm existed have none
@@ -243,12 +247,32 @@ class BoundaryTracker:
                                       series,
                                       title=f"{row['metric']} pass@k at step {step} vs base",
                                       xname="k", step_metrics={PROBE_STEP: step})
+        self._log_curves_by_log_k(row, step)
         png = self.run_dir / BOUNDARY_PNG
         if png.exists():
             self.logger.log_image(metric_key(PROBE, "boundary"), png, extra={PROBE_STEP: step})
         png = self.run_dir / ENTROPY_PNG
         if png.exists():
             self.logger.log_image(metric_key(PROBE, "entropy", "plot"), png, extra={PROBE_STEP: step})
+
+    def _log_curves_by_log_k(self, row: dict[str, Any], step: int) -> None:
+        """pass@k against log2 k for the base and every checkpoint probed so far: a table
+        (`probe/curves_table`: model, step, k, log2_k, pass@k at k = 1, 2, 4, ..., n) and a line chart
+        on a log-k axis (`probe/curves_log_k`), re-logged at each probe with every curve to date."""
+        rows = [r for r in R.ordered(self.rows) if r["kind"] in ("base", "checkpoint")
+                and r["metric"] == row["metric"]]
+        if not rows:
+            return
+        kmax = min(len(r["curve"]) for r in rows)
+        ks = powers_of_two(kmax)
+        label = lambda r: "base" if r["kind"] == "base" else f"step {r['step']}"  # noqa: E731
+        table = [[label(r), int(r["step"]), k, math.log2(k), r["curve"][k - 1]] for r in rows for k in ks]
+        self.logger.log_table(metric_key(PROBE, "curves_table"), ["model", "step", "k", "log2_k", "pass@k"],
+                              table, extra={PROBE_STEP: step})
+        self.logger.log_line_plot(metric_key(PROBE, "curves_log_k"), [math.log2(k) for k in ks],
+                                  {label(r): [r["curve"][k - 1] for k in ks] for r in rows},
+                                  title=f"{row['metric']} pass@k against log2 k: base and every checkpoint",
+                                  xname="log2 k", step_metrics={PROBE_STEP: step})
 
     def relog_missing(self, logged_steps: set[int], null_logged: bool = True) -> list[int]:
         """Re-log finished probes that the W&B run does not hold (lost in a hard kill). The null
@@ -306,6 +330,12 @@ def _series(base: dict[str, Any], ck: list[dict[str, Any]], null: dict[str, Any]
            "pass@n": [b["pass@n"]] + [g["pass@n"] for _, g in pts], "base_pass@1": b["pass@1"],
            "base_pass@n": b["pass@n"], "saturated": bool(b.get("saturated")),
            "problems": b.get("problems")}
+    for key in ("pass@1", "pass@n"):  # each point's interval (rows without one: the point alone)
+        lo, hi = f"{key}_ci_low", f"{key}_ci_high"
+        out[f"{key}_ci"] = [(g.get(lo, g[key]), g.get(hi, g[key])) for g in [b] + [g for _, g in pts]]
+    # Steps where the boundary alarm fired on this panel's scope (all problems, or this group).
+    scope = "all" if tag is None else str(tag)
+    out["alarm_steps"] = [r["step"] for r in ck if any(a.get("scope") == scope for a in (r.get("alarm") or []))]
     g = pick(null) if null is not None else None
     if g is not None:
         out["null_pass@1"], out["null_pass@n"] = g["pass@1"], g["pass@n"]
@@ -351,14 +381,22 @@ def _probe_metrics(row: dict[str, Any]) -> dict[str, Any]:
     for tag, g in _tagged(row):
         gk = len(g["curve"])
         for k in powers_of_two(gk):
-            m[metric_key(PROBE, tag, metric, f"pass@{k}")] = g["curve"][k - 1]
-        m[metric_key(PROBE, tag, metric, "pass@n")] = g["pass@n"]
-        m[metric_key(PROBE, tag, metric, "saturated")] = int(bool(g.get("saturated")))
+            m[metric_key(PROBE_TIER, tag, metric, f"pass@{k}")] = g["curve"][k - 1]
+        m[metric_key(PROBE_TIER, tag, metric, "pass@n")] = g["pass@n"]
+        m[metric_key(PROBE_TIER, tag, metric, "saturated")] = int(bool(g.get("saturated")))
         if metric == "strict":
-            m[metric_key(PROBE, tag, "answer", "pass@1")] = g["answer_pass@1"]
-            m[metric_key(PROBE, tag, "answer", "pass@n")] = g["answer_pass@n"]
-        m.update(_entropy_metrics(g, metric_key(PROBE, tag)))
-        m.update(_view_metrics(g, metric_key(PROBE, tag)))
+            m[metric_key(PROBE_TIER, tag, "answer", "pass@1")] = g["answer_pass@1"]
+            m[metric_key(PROBE_TIER, tag, "answer", "pass@n")] = g["answer_pass@n"]
+        m.update(_entropy_metrics(g, metric_key(PROBE_TIER, tag)))
+        m.update(_view_metrics(g, metric_key(PROBE_TIER, tag)))
+    return m
+
+
+def _base_series(base: dict[str, Any], kmax: int) -> dict[str, Any]:
+    """`probe/base/pass@k` (powers of two up to kmax) and `probe/base/pass@n` from the base row."""
+    m = {metric_key(PROBE, "base", f"pass@{k}"): base["curve"][k - 1]
+         for k in powers_of_two(min(kmax, len(base["curve"])))}
+    m[metric_key(PROBE, "base", "pass@n")] = base["curve"][min(kmax, len(base["curve"])) - 1]
     return m
 
 
@@ -412,8 +450,8 @@ def _compared_metrics(row: dict[str, Any], prefix: str,
     for tag, g in _tagged(row):
         for t in ("1", "n"):
             if f"delta_pass@{t}" in g:
-                m[metric_key(prefix, tag, metric, "delta", f"pass@{t}")] = g[f"delta_pass@{t}"]
+                m[metric_key(tier_prefix(prefix), tag, metric, "delta", f"pass@{t}")] = g[f"delta_pass@{t}"]
         for k in ("lost", "gained"):
             if k in g:
-                m[metric_key(prefix, tag, metric, k)] = g[k]
+                m[metric_key(tier_prefix(prefix), tag, metric, k)] = g[k]
     return m

@@ -150,7 +150,9 @@ class HFSamplerConfig:
     """`sampler.hf`: what only the hf sampler reads."""
     # auto: the compact decoder (boundlab.sampling.compact) for a float32 Llama on CPU, transformers
     # generate otherwise; generate: always transformers generate. The two draw different samples
-    # from the same distribution; the probe key records the compact one.
+    # from the same distribution; the probe key records the compact one. compact-cb: the compact
+    # decoder with continuous batching (boundlab.sampling.refill: ended rows refilled from a queue
+    # across problems, per-row random streams), float32 Llama on CPU only; keyed as its own engine.
     engine: str = "auto"
     # Record each sample's mean per-token entropy (after temperature and top-p) from the logits
     # already computed; it changes no sample, so it is not part of the probe key.
