@@ -113,7 +113,7 @@ class ProbeSettings:
     # KL(base || model) at every checkpoint (boundlab.probe.kl_view), estimated on this many of the
     # base's stored samples per problem (no new sampling); 0 = off. A view, not part of the probe key.
     kl_samples: int = 8
-    # Adaptive probing (README "Adaptive probing"): n0 samples per problem, then rounds doubling n
+    # Adaptive probing (docs/adaptive.md): n0 samples per problem, then rounds doubling n
     # up to probe.n only for problems whose pass@k (k > n0) is not yet certified within epsilon.
     adaptive: bool = False
     # First-round samples of every problem; pass@k for k <= n0 reads only these (exactly unbiased).
