@@ -111,7 +111,7 @@ class AlgoConfig:
     present whatever the algorithm (so one `debug`/`experiment` file can set any of them); the
     algorithm's `family` (boundlab.algos) says which block it reads."""
     # Registry name: grpo, dr_grpo, dapo, rloo, reinforce_pp, reinforce_pp_baseline, remax, ppo,
-    # passk_grpo, weighted_reinforce, nsr, sft_distill, onpolicy_distill.
+    # passk_grpo, weighted_reinforce, nsr, grpo_onpolicy, sft_distill, onpolicy_distill.
     name: str = "grpo"
     # Optimizer step size. TRL's GRPO default (1e-6) is far too small for the toy model.
     learning_rate: float = 2e-4
