@@ -9,8 +9,9 @@ tiers). `split=train` ignores those and builds the RL training set from `task.tr
 
 `task.slice=heldout` probes the held-out slice instead (`heldout.py`: never used in calibration,
 pretraining, the audit or RL training; ids `tw2-heldout-NNNN`, `meta["source"]` says where each
-problem comes from); `task.tiers` still filters it, `task.per_tier` does not apply. The train pool
-withholds the slice's problems from every mix (the default mix's problems are unchanged).
+problem comes from); `task.tiers` still filters it, `task.per_tier` does not apply. `split=train`
+(the RL pool, which a run builds from the same task config) ignores the slice, and withholds the
+slice's problems from every mix (the default mix's problems are unchanged).
 """
 
 from __future__ import annotations
@@ -112,9 +113,6 @@ def build_toy2(cfg: Any) -> Task:
         if name not in SLICES:
             raise ValueError(f"task.slice={name}: toy2's slices are {', '.join(SLICES)}")
         if name == "heldout":
-            if split != "test":
-                raise ValueError(f"task.slice=heldout is an evaluation slice of its own; drop "
-                                 f"task.split={split}")
             problems = heldout_problems(list(tiers) if tiers else None)
             log.info("toy2 held-out slice: %d problems (task.per_tier does not apply)", len(problems))
         else:
