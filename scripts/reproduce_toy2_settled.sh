@@ -21,16 +21,19 @@
 # reports are rewritten every time (they only read the store).
 #
 # Compute plan (samples; a sample is one completion of <= 108 tokens):
-#   - The base to 4096 on 400 non-X problems: H1 (rate ~0.1 on the base) certifies at n0 = 256 (a
-#     Clopper-Pearson lower bound above 0.027 certifies epsilon = 1e-3 at every k > 256); H2, B3 and
-#     B4 (rates ~0.01-0.02) run to the cap. About 100 x 256 + 300 x 4096 = 1.25 M samples; the null
-#     the same: 2.5 M for the two.
+#   - The base to 4096 on 400 non-X problems: H1 (rate ~0.1 on the base) certifies at n0 = 256 or
+#     512 (a Clopper-Pearson lower bound above 0.027 certifies epsilon = 1e-3 at every k > 256); H2,
+#     B3 and B4 (rates ~0.01-0.02) run to the cap. Measured on the slice's first 10 non-X problems
+#     (3 H1, 3 H2, 2 B3, 2 B4; `task.limit=10`): 29,696 samples, H1 stopping at 256, 256 and 512,
+#     the other 7 at 4096; 145.9 s, 203.5 samples/s on one torch thread of two cores shared with
+#     other jobs (load average ~5). So about 100 x 340 + 300 x 4096 = 1.26 M samples, 1.7 h at that
+#     rate; the null the same: 2.5 M for the two.
 #   - Each arm's final checkpoint to 4096: problems RL sharpened certify at 256, problems it lost
 #     run to 4096; at 40-70% of problems certified early, 0.4-0.8 M samples each, 2.4-4.8 M for six.
 #   - The sweep: 6 arms x 6 checkpoints x 450 problems x 256 = 4.1 M samples, plus the base and null
 #     at n = 256 (0.23 M, once), plus 300 training steps x 32 rollouts x 6 arms (58 k rollouts).
-#   In all about 9-11.5 M samples. Measured here (see the branch's report): the base's adaptive probe
-#   on 10 problems of the slice; at that rate, divide by the samples/s of the machine at hand.
+#   In all about 9-11.5 M samples: 12-16 h at 200 samples/s, half that with two jobs at a time on a
+#   quiet machine; a GPU sampler (sampler=vllm) is the way to make it short.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:-outputs/toy2_settled}"
