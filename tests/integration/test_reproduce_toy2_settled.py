@@ -99,3 +99,30 @@ def test_a_finished_step_is_skipped(tmp_path):
     assert f"done already: {out}/large/base/problems.csv" in proc.stdout
     # The next step (the null) is the one that ran, and its failure stopped the script.
     assert proc.returncode == 3 and "ran probe.py model=toy2 model.name=toy2_base_null" in proc.stdout
+
+
+def test_a_rerun_skips_finished_arms_and_resumes_interrupted_ones(tmp_path):
+    out = tmp_path / "out"
+    for name in ("base", "null"):
+        (out / "large" / name).mkdir(parents=True)
+        (out / "large" / name / "problems.csv").write_text("problem_id,n,c\n")
+    (out / "sweep" / "grpo_s0").mkdir(parents=True)
+    (out / "sweep" / "grpo_s0" / "training_done").write_text("ok\n")
+    (out / "sweep" / "grpo_s1" / ".hydra").mkdir(parents=True)  # started, killed before the end
+    (out / "large" / "grpo_s0").mkdir(parents=True)
+    (out / "large" / "grpo_s0" / "problems.csv").write_text("problem_id,n,c\n")
+    calls = tmp_path / "calls.txt"
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\necho \"$*\" >> {calls}\n")
+    fake.chmod(0o755)
+    proc = subprocess.run(["bash", str(SCRIPT), str(out)], cwd=ROOT, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHON=str(fake)), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    ran = calls.read_text().splitlines()
+    assert ran[0] == f"train.py resume={out}/sweep/grpo_s1"
+    assert ran[1] == (f"train.py -m experiment=toy2_settled hydra.sweep.dir={out}/sweep "
+                      f"+arm=grpo_s2,grpo_shuffled_reward,grpo_strict_reward,grpo_own_trainer")
+    # Final probes for every arm but grpo_s0's (done), then the two reports.
+    finals = [c for c in ran[2:] if c.startswith("probe.py")]
+    assert [c.split("hydra.run.dir=")[1] for c in finals] == [f"{out}/large/{a}" for a in ARMS[1:]]
+    assert [c.split()[0] for c in ran[2 + len(finals):]] == ["report.py", "report.py"]
