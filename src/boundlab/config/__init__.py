@@ -20,7 +20,7 @@ from boundlab.config.probing import (MOVED_KEYS, CodeVerifyConfig, HFSamplerConf
                                      lift_flat_option_keys)  # noqa: F401 - re-exported
 from boundlab.config.training import (AlgoConfig, BackendConfig, CriticConfig, DistillConfig,
                                       GRPOFamilyConfig, KLConfig, OnPolicyConfig, PeftConfig,
-                                      PolicyGradientConfig, RolloutConfig, ShapingConfig,
+                                      PolicyGradientConfig, RewardConfig, RolloutConfig, ShapingConfig,
                                       TrainLoop, TrainMain,
                                       lift_flat_algo_keys)  # noqa: F401 - re-exported
 

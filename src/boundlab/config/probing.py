@@ -64,6 +64,10 @@ class TaskConfig:
     tiers: Optional[list[str]] = None
     # Tiered tasks (toy2): the first N problems of each tier, in split order (null = all).
     per_tier: Optional[int] = None
+    # toy2: a named evaluation slice; null = the split as tiers/per_tier pick it; heldout = problems
+    # never used in calibration, pretraining, the audit or RL training (boundlab.toyworld2.heldout;
+    # task.tiers still filters it, per_tier does not apply).
+    slice: Optional[str] = None
     # Tiered tasks (toy2), split=train: the RL training mix, tier -> share of the training problems
     # (null = the task's default mix). The share of the counter-rule family is an ablation axis:
     # `task.train_mix={H1:0.5,B3:0.5}`. Typed Any, not dict[str, float]: OmegaConf cannot merge a

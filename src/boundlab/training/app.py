@@ -51,7 +51,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.rundir import checkpoints as ck
     from boundlab.sampling.checkpoint import sampler_factory
     from boundlab.training.init_from import check_required, resolve_init
-    from boundlab.training.rewards import make_reward_fn
+    from boundlab.training.rewards import check_strict, make_reward_fn
     from boundlab.verify import build_verifier, verifier_options
 
     from boundlab.algos import check as check_algo
@@ -80,6 +80,11 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     _check_vision(cfg, train_task)
     store = Store(cfg.store.path)
     verifier = build_verifier(probe_task.verifier, **verifier_options(probe_task.verifier, cfg.verify))
+    reward_cfg = cfg.get("reward") if hasattr(cfg, "get") else getattr(cfg, "reward", None)
+    strict_reward = bool(reward_cfg and reward_cfg.strict)
+    shuffle_seed = cfg.train.seed if reward_cfg and reward_cfg.shuffle_within_group else None
+    if strict_reward:
+        check_strict(train_task, verifier)
     info = _load_run_info(run_dir)
     logger_cfg = _with(cfg.logger, run_id=cfg.logger.run_id or info.get("wandb_run_id"),
                        job_type=cfg.logger.job_type or cfg.algo.name)
@@ -133,7 +138,8 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         dataset = _dataset(train_task, tok, processing if cfg.model.vision else None)
         peft_config = _peft(cfg)
         report_to = ["wandb"] if logger.mode != "disabled" and logger.run_id else []
-        reward = make_reward_fn(train_task, verifier, cfg.algo.max_completion_length, tok.eos_token_id)
+        reward = make_reward_fn(train_task, verifier, cfg.algo.max_completion_length, tok.eos_token_id,
+                                strict=strict_reward, shuffle_seed=shuffle_seed)
         callbacks: list = [ProbeCallback(tracker, cfg.train.probe_mode, cfg.train.save_total_limit,
                                          cfg.train.stop_on_shrink)]
         reset = None
