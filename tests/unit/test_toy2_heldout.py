@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import Counter
 from types import SimpleNamespace
 
@@ -139,6 +140,9 @@ def test_bad_slice_is_refused(kw, needle):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("BOUNDLAB_REPLAY_CORPORA") != "1",
+                    reason="replays both shipped corpora (1,083 s on 2 shared cores, 2026-12-06, passed): too long "
+                           "for the suite's 20 minutes; BOUNDLAB_REPLAY_CORPORA=1 runs it")
 def test_the_shipped_corpora_never_drew_a_fresh_problem():
     """The proof that adding the fresh problems to `world.held_out` changes neither shipped model:
     a stream that never draws an excluded question is the same stream with or without the exclusion.
