@@ -268,7 +268,7 @@ def run_match(cfg: Any, task: Task, verifier: Any, store: Any, logger_factory: C
 
 
 def _write(out: dict[str, Any], results: tuple[ProbeResult, ...], run_dir: Path) -> None:
-    from boundlab.tracking.plots import plot_passk
+    from boundlab.plots.curves import plot_passk
 
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "entropy_match.json").write_text(json.dumps(out, indent=2, default=float) + "\n")
