@@ -3,6 +3,10 @@ against math-verify itself: its value is math-verify's parse's value, and every 
 gets math-verify's verdict."""
 
 from __future__ import annotations
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))  # the fuzz tool: bench/verify_fuzz_lib.py
 
 import math
 
@@ -105,7 +109,7 @@ def test_fuzz_against_math_verify():
     """Random expressions from the grammar and its near misses, with the answers a model might
     give against each: values, self-verdicts and every decided pair agree with math-verify
     (`bench/verify_fuzz.py` runs the same check at scale)."""
-    from boundlab.verify.fuzz import differential
+    from verify_fuzz_lib import differential
 
     out = differential(60, seed=0)
     assert out["value_mismatch"] == [] and out["self_wrong"] == []
@@ -177,7 +181,7 @@ def test_polynomial_fuzz_against_math_verify():
     """`fuzz.differential_polynomials`: random polynomials and lists (and near misses), with the
     answers a model might give: our polynomials are math-verify's parse, self-verdicts and every
     decided pair agree with it (`bench/verify_fuzz.py` runs the same at scale)."""
-    from boundlab.verify.fuzz import differential_polynomials
+    from verify_fuzz_lib import differential_polynomials
 
     out = differential_polynomials(40, seed=0)
     assert out["value_mismatch"] == [] and out["self_wrong"] == []
@@ -217,7 +221,7 @@ def test_same_parse_against_math_verify():
     (`bench/verify_fuzz.py` checks every MATH500 gold)."""
     import boundlab.builtins  # noqa: F401
     from boundlab.tasks import TASKS
-    from boundlab.verify.fuzz import TRAP_GOLDS, same_parse_check
+    from verify_fuzz_lib import TRAP_GOLDS, same_parse_check
 
     golds = [p.answer for p in TASKS.get("math500")(None).problems[:60]] + TRAP_GOLDS
     out = same_parse_check(golds)

@@ -52,7 +52,7 @@ math-verify itself on grids of traps in tests/unit/test_math_verifier.py:
   `_far_apart` are wrong, the rest goes to math-verify. Against a profiled gold, such an answer
   is decided like a plain number (`apart_any` for a tuple, a set, a polynomial; never against a
   symbol, or a gold one of whose strings is itself a closed form). A gold that is a closed form
-  is never profiled. `bench/verify_fuzz.py` checks the rules at scale.
+  is never profiled. `bench/verify_fuzz.py` (with its test tool `bench/verify_fuzz_lib.py`) checks the rules at scale.
 - **Polynomials, lists and equations** (`polynomial_verdict`, `relation_verdict`, in the parent,
   no parse): `closed_form.polynomials` also reads polynomials in single-letter symbols (`6 - 5i`,
   `p - q`, `3x^2 - 2x + 1`), top-level lists of them and of constants (`1, -2`, a FiniteSet), and

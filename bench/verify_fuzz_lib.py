@@ -13,7 +13,7 @@ value written otherwise, and wrong ones (negated, doubled, plus one, halved).
 `closed_form.relation` (`6 - 5i`, `p - q`, `1, -2`, `x = 5`, and `xy`, `\\frac{1}{2}m`, `1,234`,
 `i = 5` that they must refuse), checked by `differential_polynomials`.
 
-Used by `tests/unit/test_closed_form.py` (a few hundred pairs) and `bench/verify_fuzz.py`
+A test tool, not part of the library. Used by `tests/unit/test_closed_form.py` (a few hundred pairs) and `bench/verify_fuzz.py`
 (tens of thousands, with the counts printed as JSON).
 """
 
