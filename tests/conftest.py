@@ -49,6 +49,12 @@ REAL_HOME = Path(os.path.expanduser("~")).resolve()
 _SHARED: list[Path] = []
 
 
+@pytest.fixture
+def real_home() -> Path:
+    """The home the session started with (before any test's own HOME)."""
+    return REAL_HOME
+
+
 def _session_dirs(tmp_path_factory) -> Path:
     if not _SHARED:
         _SHARED.append(tmp_path_factory.mktemp("session_caches"))

@@ -6,35 +6,33 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REAL_HOME
-
 
 def _inside(path: Path, root: Path) -> bool:
     try:
-        Path(path).resolve().relative_to(root)
+        Path(path).expanduser().resolve().relative_to(root)
         return True
     except ValueError:
         return False
 
 
-def test_home_store_cache_and_wandb_are_not_the_users():
+def test_home_store_cache_and_wandb_are_not_the_users(real_home):
     for var in ("HOME", "BOUNDLAB_CACHE", "BOUNDLAB_STORE", "WANDB_DIR", "WANDB_CONFIG_DIR", "HF_HOME"):
-        assert not _inside(Path(os.environ[var]), REAL_HOME), (var, os.environ[var])
-    assert Path(os.path.expanduser("~")).resolve() != REAL_HOME
+        assert not _inside(Path(os.environ[var]), real_home), (var, os.environ[var])
+    assert Path(os.path.expanduser("~")).resolve() != real_home
 
 
-def test_config_paths_resolve_outside_the_users_home():
+def test_config_paths_resolve_outside_the_users_home(real_home):
     # What a run composes: the SmolLM2 conversion cache and the probe store.
     from test_configs import _compose
 
     cfg = _compose("probe", ["model=smollm2_135m"])
+    assert _inside(Path(cfg.model.cache_dir), Path(os.environ["BOUNDLAB_CACHE"]))
+    assert Path(cfg.store.path) == Path(os.environ["BOUNDLAB_STORE"])
     for p in (cfg.model.cache_dir, cfg.store.path):
-        assert not _inside(Path(p).expanduser(), REAL_HOME), p
-        assert _inside(Path(p).expanduser(), Path(os.environ["BOUNDLAB_CACHE"]).parent) or \
-            _inside(Path(p).expanduser(), Path(os.environ["HOME"])), p
+        assert not _inside(Path(p), real_home), p
 
 
-def test_the_dashboard_index_is_written_to_the_isolated_cache(tmp_path):
+def test_the_dashboard_index_is_written_to_the_isolated_cache(tmp_path, real_home):
     from boundlab.dashboard.counts_cache import CountsCache, cache_dir
 
     assert _inside(cache_dir(), Path(os.environ["BOUNDLAB_CACHE"]))
@@ -42,10 +40,10 @@ def test_the_dashboard_index_is_written_to_the_isolated_cache(tmp_path):
     store.write_bytes(b"")
     c = CountsCache(store)
     assert _inside(c.file, Path(os.environ["BOUNDLAB_CACHE"]))
-    assert not _inside(c.file, REAL_HOME)
+    assert not _inside(c.file, real_home)
 
 
-def test_a_child_process_inherits_the_isolated_home():
+def test_a_child_process_inherits_the_isolated_home(real_home):
     out = subprocess.run([sys.executable, "-c", "import os; print(os.path.expanduser('~'))"],
                          capture_output=True, text=True, check=True, timeout=60).stdout.strip()
-    assert out == os.environ["HOME"] and not _inside(Path(out), REAL_HOME)
+    assert out == os.environ["HOME"] and not _inside(Path(out), real_home)
