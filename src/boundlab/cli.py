@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from boundlab.config import MOVED_KEYS, ConfigError
-from boundlab.errors import UserError
+from boundlab.errors import Interrupted, UserError
 from boundlab.models import ModelNotFound
 from boundlab.tasks.jsonl import DataError
 from boundlab.rundir.lock import RunDirBusy
@@ -36,6 +36,12 @@ def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except USER_ERRORS as e:
             print(f"error: {e}", file=sys.stderr)
             raise SystemExit(2) from None
+        except Interrupted as e:  # Ctrl-C where the app knows where it stopped (training)
+            print(f"{e}", file=sys.stderr)
+            raise SystemExit(130) from None
+        except KeyboardInterrupt:
+            print("interrupted (Ctrl-C)", file=sys.stderr)
+            raise SystemExit(130) from None
         except OSError as e:
             if e.errno not in _PATH_ERRNOS or not e.filename:
                 raise

@@ -125,8 +125,13 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
             report_to, peft_config, BuildContext(train_task, verifier, store, run_dir)))
         if resume_from is not None:
             print(f"[boundlab] resuming from {resume_from}", flush=True)
-        with no_space_left(ckpt_dir, f"resume: python train.py resume={run_dir}"):
-            trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+        try:
+            with no_space_left(ckpt_dir, f"resume: python train.py resume={run_dir}"):
+                trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+        except KeyboardInterrupt:  # Ctrl-C: one line with the step and the resume command
+            from boundlab.training.interrupt import interrupted
+
+            raise interrupted(run_dir, trainer, cfg.train.max_steps, ckpt_dir) from None
         (run_dir / DONE_MARKER).write_text("ok\n")
         _print_boundary(tracker)
         if not detached and main_rank:
