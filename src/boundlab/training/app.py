@@ -71,6 +71,13 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     probe_task.groups()  # a group_by some problem lacks fails here, before any model work
     train_task = build_task(_with(cfg.task, split=cfg.train.train_split, limit=cfg.train.train_limit))
     _check_vision(cfg, train_task)
+    from boundlab.training.context_fit import check_context
+
+    base_dir = resolve_model_path(cfg.model)
+    context_tok = load_tokenizer(cfg.model, base_dir)
+    check_context(cfg.model.name, base_dir, context_tok, probe_task,
+                  {"probe.max_new_tokens": cfg.probe.max_new_tokens,
+                   "algo.max_completion_length": cfg.algo.max_completion_length})
     store = Store(cfg.store.path)
     verifier = build_verifier(probe_task.verifier, **verifier_options(probe_task.verifier, cfg.verify))
     info = _load_run_info(run_dir)
@@ -82,7 +89,6 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
                     algo=cfg.algo.name, model=cfg.model.name, task=probe_task.name)
         atomic_write_json(run_dir / RUN_INFO, info)
 
-        base_dir = resolve_model_path(cfg.model)
         tracker = build_tracker(run_dir, probe_task, store, verifier, logger,
                                 sampler_factory(cfg.model, cfg.sampler), ProbeSpec.from_config(cfg.probe))
         print(f"[boundlab] run dir {run_dir}; {threads} torch thread(s); "
