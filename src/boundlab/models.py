@@ -60,6 +60,12 @@ def _looks_like_path(p: str) -> bool:
     return p.startswith(("/", ".", "~")) or p.count("/") > 1
 
 
+def models_cache_dir() -> str:
+    """Where converted models are kept: `$BOUNDLAB_CACHE/models`, else ~/.cache/boundlab/models (what
+    `model.cache_dir` resolves to in the configs), for scripts that build a model config by hand."""
+    return os.path.join(os.environ.get("BOUNDLAB_CACHE") or os.path.expanduser("~/.cache/boundlab"), "models")
+
+
 def gguf_source(package: str, filename: str) -> Path:
     """Path of a file shipped inside an installed package, without importing the package."""
     spec = importlib.util.find_spec(package)
@@ -87,7 +93,25 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     tmp.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(tmp)
     tok.save_pretrained(tmp)
+    drop_quantization_config(tmp)
     tmp.rename(out)  # atomic: a killed conversion never leaves a half-written model folder
+
+
+def drop_quantization_config(folder: Path) -> bool:
+    """Remove the `quantization_config` ({quant_method: gguf}) the GGUF loader leaves in a converted
+    folder's config.json: the weights saved are plain float tensors, and with it any engine that reads
+    the folder (`from_pretrained`, lm-eval's HF backend, vLLM) looks for a GGUF file and fails. True
+    when the file was changed. Written atomically (temp file, then rename)."""
+
+    f = Path(folder) / "config.json"
+    cfg = json.loads(f.read_text())
+    if "quantization_config" not in cfg:
+        return False
+    del cfg["quantization_config"]
+    tmp = f.with_name(f.name + ".tmp")
+    tmp.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, f)
+    return True
 
 
 def resolve_model_path(cfg: Any) -> str:
@@ -98,6 +122,8 @@ def resolve_model_path(cfg: Any) -> str:
             src = gguf_source(cfg.gguf_package, cfg.gguf_file)
             print(f"[boundlab] converting {src.name} to an HF folder at {cache} (once)...", flush=True)
             _convert_gguf(src, cache)
+        else:
+            drop_quantization_config(cache)  # a folder converted before this was fixed
         return str(cache)
     path = getattr(cfg, "path", None)
     if not path:
