@@ -86,7 +86,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     logger = build_logger(logger_cfg, run_dir, to_dict(cfg))
     try:
         info.update(wandb_run_id=logger.run_id, started=info.get("started", time.time()),
-                    algo=cfg.algo.name, model=cfg.model.name, task=probe_task.name)
+                    algo=cfg.algo.name, model=cfg.model.name, task=probe_task.name, seed=cfg.train.seed)
         atomic_write_json(run_dir / RUN_INFO, info)
 
         tracker = build_tracker(run_dir, probe_task, store, verifier, logger,
