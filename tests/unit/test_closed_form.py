@@ -89,6 +89,7 @@ def _decided_as_math_verify(golds=(), answers=(), pairs=()) -> int:
     return decided
 
 
+@pytest.mark.slow  # minutes under load (see README: the fast subset)
 def test_pairs_decided_here_get_math_verify_verdicts():
     golds = [s for s, _ in HAND]
     answers = golds + ["10.816654", "10.8", "0", "1", r"\sqrt{117}", r"\frac{\sqrt{12}}{4}",
@@ -100,6 +101,7 @@ def test_pairs_decided_here_get_math_verify_verdicts():
         assert fast_verdict(g, a) is None, (g, a)
 
 
+@pytest.mark.slow  # minutes under load (see README: the fast subset)
 def test_fuzz_against_math_verify():
     """Random expressions from the grammar and its near misses, with the answers a model might
     give against each: values, self-verdicts and every decided pair agree with math-verify
@@ -172,6 +174,7 @@ def test_polynomial_pairs_get_math_verify_verdicts():
         assert fast_verdict(g, a) is None, (g, a)
 
 
+@pytest.mark.slow  # minutes under load (see README: the fast subset)
 def test_polynomial_fuzz_against_math_verify():
     """`fuzz.differential_polynomials`: random polynomials and lists (and near misses), with the
     answers a model might give: our polynomials are math-verify's parse, self-verdicts and every

@@ -211,6 +211,7 @@ PROFILE_ANSWERS = ["0", "-0", "0.0", "5", "-5", "5.0", "+5", "5.", "007", "0.5",
                    r"\sqrt[3]{2}", r"\frac{1}{\sqrt{2}}", r"\pi+1", r"\sqrt{2}+1", r"5\sqrt{1}"]
 
 
+@pytest.mark.slow  # minutes under load (see README: the fast subset)
 def test_gold_profiles_agree_with_math_verify():
     """Whatever a gold's profile decides (an identical answer; a plain number against a
     closed-form constant, a tuple, a set, a polynomial, a symbol) is math-verify's verdict."""
@@ -251,6 +252,7 @@ def test_gold_profiles_agree_with_math_verify():
         assert _profile(gold).verdict("1") is None, gold
 
 
+@pytest.mark.slow  # minutes under load (see README: the fast subset)
 def test_values_apart_agrees_with_math_verify():
     """The worker's shortcut (`_values_apart`, no `verify` call) is math-verify's verdict."""
     from math_verify import parse

@@ -21,6 +21,7 @@ def _run(tmp_path, script, *args):
     return r, lines
 
 
+@pytest.mark.slow  # minutes under load (see README: the fast subset)
 def test_toy_model_with_math500_is_refused_in_one_line(tmp_path):
     r, lines = _run(tmp_path, "train.py", "task=math500", "backend.torch_threads=1")
     assert r.returncode == 2, r.stderr[-2000:]
