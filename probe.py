@@ -10,6 +10,8 @@ from hydra.core.hydra_config import HydraConfig
 
 import boundlab.builtins  # noqa: F401 - registers every built-in plug-in (one list)
 from boundlab.cli import friendly_errors, known_choices
+from boundlab.rundir.owner import owns_output_dir
+from boundlab.sweep import sweep_job
 from boundlab.config import ProbeMain, check_keys, register_configs
 from boundlab.probe.fit import fit_probe_settings
 from boundlab.validate import validate
@@ -17,9 +19,11 @@ from boundlab.validate import validate
 register_configs()
 
 
+@owns_output_dir("probe")  # before Hydra writes .hydra/ into another run's dir
 @known_choices(schema=ProbeMain)
 @hydra.main(version_base="1.3", config_path="conf", config_name="probe")
 @friendly_errors
+@sweep_job  # in a -m sweep, a bad job is reported and the others still run
 def main(cfg):
     from boundlab.apps import probe_run as run
 

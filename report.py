@@ -5,12 +5,14 @@ import hydra
 
 import boundlab.builtins  # noqa: F401 - registers every built-in plug-in (one list)
 from boundlab.cli import friendly_errors, known_choices
+from boundlab.rundir.owner import owns_output_dir
 from boundlab.config import check_keys, register_configs
 from boundlab.report.schema import ReportMain
 
 register_configs()
 
 
+@owns_output_dir("report")  # before Hydra writes .hydra/ into another run's dir
 @known_choices(schema=ReportMain)
 @hydra.main(version_base="1.3", config_path="conf", config_name="report")
 @friendly_errors

@@ -1,20 +1,21 @@
-"""Probe throughput: (a) a bare batched `generate` loop, (b) naive per-problem
-`generate(num_return_sequences=n)`, (c) the whole probe (sample, verify, store, curves), once per
-`--engines` entry: `auto` (the compact decoder where it applies) and `generate`. Each (c) also gets
-its FLOP floor: the samples/s this machine's matmul rates at the model's shapes (measured in the same
-run, at a decoding step's rows and at a prefill's) would allow for those samples' tokens, each
-problem's prompt counted once (its n samples can share it), and the probe's fraction of it.
+"""Probe throughput through bench/harness.py: one arm per `--engines` entry, each a whole probe
+(sample, verify, store, curves) into a fresh store: `auto` (the compact decoder where it applies),
+`compact-cb` (the compact decoder with continuous batching, boundlab.sampling.refill) and `generate`;
+optionally (a) a bare batched `generate` loop (`--bare`) and (b) naive per-problem
+`generate(num_return_sequences=n)` (`--naive`). Arms run interleaved, order rotated, `--reps` times;
+each figure comes with min / median / max.
 
-Same model, same prompts, same sampling settings. Prints one JSON object. `--entropy on off` runs
-each (c) with the per-sample entropy recording on and off (`*_noentropy`): its cost.
+Each arm's FLOP floor: the seconds this machine's matmul rates at the model's shapes (a decoding
+step's rows and a prefill's), measured right before and right after the arm, would allow for that
+arm's samples' tokens, each problem's prompt counted once (its n samples can share it); its
+`floor_fraction` is floor seconds / its seconds.
 
-    python bench/bench_probe.py --model toy2 --n 64 --problems 120 --max-new-tokens 108 --engines auto generate
-    python bench/bench_probe.py --model toy --n 16 --problems 64
-    python bench/bench_probe.py --model smollm2 --n 16 --problems 64 --max-new-tokens 32
-    python bench/bench_probe.py --model /path/to/hf/folder --task math500
+Same model, same prompts, same sampling settings; the engines draw different random samples, so
+tokens/s is reported beside samples/s, and pass@1 / pass@n beside both. Writes docs/bench/<--name>.json.
 
-Note: (b) and (c) draw different random samples, so completions (and their lengths) differ;
-tokens/s is reported beside samples/s for that reason.
+    python bench/bench_probe.py --model toy2 --n 256 --problems 8 --max-new-tokens 108 \
+        --engines auto compact-cb --reps 4 --name probe
+    python bench/bench_probe.py --model smollm2 --n 64 --problems 4 --max-new-tokens 32 --batch 64
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -134,16 +136,16 @@ def floor_seconds(model, problems: int, samples: int, prompt_tokens: float, new_
     return problems * prefill / prefill_rate + samples * decode / decode_rate
 
 
-def whole_probe(model, tok, resolved, task, n, batch, max_new_tokens, tmp: Path, engine: str = "auto",
+def whole_probe(model, tok, task, n, batch, max_new_tokens, store_path: Path, engine: str = "auto",
                 entropy: bool = True):
-    """(c): probe_model into a fresh store: sample, verify, store, curves with bootstrap CIs."""
+    """A whole probe_model into a fresh store: sample, verify, store, curves with bootstrap CIs."""
     from boundlab.probe.runner import probe_model
     from boundlab.probe.store import Store
     from boundlab.sampling.base import GenSettings
     from boundlab.sampling.hf import HFSampler
     from boundlab.verify import build_verifier
 
-    store = Store(tmp / f"store-{n}-{engine}-{'ent' if entropy else 'noent'}.sqlite")
+    store = Store(store_path)
     verifier = build_verifier(task.verifier)
     if hasattr(verifier, "pool"):
         verifier.pool.start()  # worker start-up is a one-off per process, not per probe
@@ -160,26 +162,28 @@ def whole_probe(model, tok, resolved, task, n, batch, max_new_tokens, tmp: Path,
 
 
 def main() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import harness
+
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", default="toy")
+    ap.add_argument("--model", default="toy2")
     ap.add_argument("--task", default=None)
-    ap.add_argument("--n", type=int, nargs="+", default=[16, 128])
-    ap.add_argument("--problems", type=int, default=64)
+    ap.add_argument("--n", type=int, default=256)
+    ap.add_argument("--problems", type=int, default=8)
     ap.add_argument("--batch", type=int, default=256)
-    ap.add_argument("--max-new-tokens", type=int, default=32)
-    ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--engines", nargs="+", default=["auto"], choices=["auto", "generate"],
-                    help="sampler.engine for (c), one whole probe each")
-    ap.add_argument("--entropy", nargs="+", default=["on"], choices=["on", "off"],
-                    help="sampler.hf.entropy for (c); with both, each engine's probe runs with the "
-                         "entropy recording on, then off (keys *_noentropy), same seed")
-    ap.add_argument("--skip-bare-above", type=int, default=10**9,
-                    help="skip (a) for n above this")
-    ap.add_argument("--skip-naive-above", type=int, default=10**9,
-                    help="skip (b) for n above this (it can take very long on big models)")
+    ap.add_argument("--max-new-tokens", type=int, default=108)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads (the probe's default is 1: two are slower on a shared box)")
+    ap.add_argument("--engines", nargs="+", default=["auto", "compact-cb"],
+                    choices=["auto", "generate", "compact-cb"], help="sampler.hf.engine, one arm each")
+    ap.add_argument("--entropy", choices=["on", "off"], default="on", help="sampler.hf.entropy")
+    ap.add_argument("--bare", action="store_true", help="also arm (a): a bare batched generate loop")
+    ap.add_argument("--naive", action="store_true", help="also arm (b): one generate per problem")
+    ap.add_argument("--reps", type=int, default=4)
+    ap.add_argument("--name", default="probe", help="writes docs/bench/<name>.json")
+    ap.add_argument("--out-dir", default=str(Path(__file__).resolve().parents[1] / "docs" / "bench"))
     args = ap.parse_args()
-    threads = args.threads or len(os.sched_getaffinity(0))
-    torch.set_num_threads(threads)
+    torch.set_num_threads(args.threads)
 
     import boundlab.builtins  # noqa: F401 - the task and verifier registries
     from boundlab.tasks import build_task
@@ -192,46 +196,55 @@ def main() -> None:
                                    tiers=None, per_tier=None)
         task = build_task(task_cfg)
         prompts = [task.render(p) for p in task.problems]
-        result = {"benchmark": "probe", "model": args.model,
-                  "params": sum(p.numel() for p in model.parameters()), "task": task.name,
-                  "problems": len(prompts), "batch_rows": args.batch,
-                  "max_new_tokens": args.max_new_tokens, "torch_threads": threads, "runs": []}
         prompt_tokens = sum(len(tok(p)["input_ids"]) for p in prompts) / len(prompts)
-        rate = matmul_rate(model, args.batch)
-        prefill_rows = min(args.batch, max(args.n)) * max(1, round(prompt_tokens))
-        prefill_rate = matmul_rate(model, min(prefill_rows, 4096), repeats=5, skip_lm_head=True)
-        result.update(matmul_gflops_at_model_shapes=round(rate / 1e9, 2),
-                      matmul_gflops_at_prefill_shapes=round(prefill_rate / 1e9, 2),
-                      prompt_tokens_mean=round(prompt_tokens, 1))
-        for n in args.n:
-            run = {"n": n}
-            if n <= args.skip_bare_above:
-                a_s, a_rows, a_tok = bare_loop(model, tok, prompts, n, args.batch, args.max_new_tokens)
-                run.update(a_bare_samples_per_s=round(a_rows / a_s, 1),
-                           a_bare_tokens_per_s=round(a_tok / a_s, 1))
-            if n <= args.skip_naive_above:
-                b_s, b_rows, b_tok = naive_loop(model, tok, prompts, n, args.max_new_tokens)
-                run.update(b_naive_samples_per_s=round(b_rows / b_s, 1),
-                           b_naive_tokens_per_s=round(b_tok / b_s, 1))
-            for engine, ent in [(e, x) for e in args.engines for x in args.entropy]:
-                c_s, c_rows, c_tok, p1, pn = whole_probe(model, tok, resolved, task, n, args.batch,
-                                                          args.max_new_tokens, tmp, engine, ent == "on")
-                tag = ("c" if engine == "auto" else f"c_{engine}") + ("" if ent == "on" else "_noentropy")
-                # The floor: these very samples at the machine's matmul rates and nothing else.
-                floor = c_rows / floor_seconds(model, len(prompts), c_rows, prompt_tokens, c_tok / c_rows,
-                                               prefill_rate, rate)
-                run[f"{tag}_floor_samples_per_s"] = round(floor, 1)
-                run[f"{tag}_floor_fraction"] = round((c_rows / c_s) / floor, 3)
-                run.update({f"{tag}_probe_samples_per_s": round(c_rows / c_s, 1),
-                            f"{tag}_probe_tokens_per_s": round(c_tok / c_s, 1),
-                            f"{tag}_pass_at_1": round(p1, 4), f"{tag}_pass_at_n": round(pn, 4)})
-                if "a_bare_samples_per_s" in run:
-                    run[f"{tag}_over_a"] = round((c_rows / c_s) / run["a_bare_samples_per_s"], 3)
-                if "b_naive_samples_per_s" in run:
-                    run[f"{tag}_over_b"] = round((c_rows / c_s) / run["b_naive_samples_per_s"], 2)
-            result["runs"].append(run)
-            print(json.dumps(run), flush=True, file=__import__("sys").stderr)
-        print(json.dumps(result, indent=2))
+        prefill_rows = min(4096, min(args.batch, args.n) * max(1, round(prompt_tokens)))
+
+        def floor() -> dict[str, float]:
+            return {"decode": matmul_rate(model, args.batch),
+                    "prefill": matmul_rate(model, prefill_rows, repeats=5, skip_lm_head=True)}
+
+        def floor_for(samples: int, tokens: int):
+            return lambda r: floor_seconds(model, len(prompts), samples, prompt_tokens, tokens / samples,
+                                           r["prefill"], r["decode"])
+
+        runs = iter(range(10**9))
+
+        def probe_arm(engine: str):
+            def go():
+                secs, rows, toks, p1, pn = whole_probe(model, tok, task, args.n, args.batch,
+                                                       args.max_new_tokens, tmp / f"s{next(runs)}.sqlite",
+                                                       engine, args.entropy == "on")
+                return {"seconds": secs, "samples_per_s": rows / secs, "tokens_per_s": toks / secs,
+                        "pass_at_1": p1, "pass_at_n": pn, "tokens_per_sample": toks / rows,
+                        harness.FLOOR_KEY: floor_for(rows, toks)}
+            return go
+
+        def loop_arm(fn, *a):
+            def go():
+                secs, rows, toks = fn(*a)
+                return {"seconds": secs, "samples_per_s": rows / secs, "tokens_per_s": toks / secs,
+                        harness.FLOOR_KEY: floor_for(rows, toks)}
+            return go
+
+        names = {"auto": "compact", "generate": "generate", "compact-cb": "compact-cb"}
+        arms = {names[e]: probe_arm(e) for e in args.engines}
+        if args.bare:
+            arms["bare"] = loop_arm(bare_loop, model, tok, prompts, args.n, args.batch, args.max_new_tokens)
+        if args.naive:
+            arms["naive"] = loop_arm(naive_loop, model, tok, prompts, args.n, args.max_new_tokens)
+        ratios = [(a, b, f) for a, b in (("compact-cb", "compact"), ("compact", "generate"),
+                                         ("compact-cb", "generate"))
+                  if a in arms and b in arms for f in ("samples_per_s", "floor_fraction")]
+        log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+        res = harness.run(arms, reps=args.reps, floor=floor, ratios=ratios, log=log)
+        path = harness.write(args.name, res, out_dir=args.out_dir,
+                             benchmark="probe", model=args.model,
+                             params=sum(p.numel() for p in model.parameters()), task=task.name,
+                             problems=len(prompts), n=args.n, batch_rows=args.batch,
+                             max_new_tokens=args.max_new_tokens, torch_threads=args.threads,
+                             prompt_tokens_mean=round(prompt_tokens, 1))
+        print(json.dumps(res["figures"], indent=1))
+        print(f"wrote {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ def probe_run(cfg: Any, run_dir: str | Path) -> Any:
 
         Path(run_dir).mkdir(parents=True, exist_ok=True)
         with watcher_lock(cfg.watch):  # one prober per run dir: a second watcher stops here
-            return watch(cfg.watch, cfg.watch_poll_s, cfg.watch_timeout_s, cfg.sampler)
+            return watch(cfg.watch, cfg.watch_poll_s, cfg.watch_timeout_s, cfg.sampler,
+                         cfg.watch_start_timeout_s)
     from boundlab.probe.app import run
 
     return run(cfg, run_dir)

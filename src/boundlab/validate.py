@@ -98,6 +98,11 @@ def validate_probe(p: Any, prefix: str = "probe") -> None:
     _at_least(p, prefix, "bootstrap_iters", 1, " (bootstrap resamples for the confidence intervals)")
     if not 0 < p.ci < 1:
         _fail(f"{prefix}.ci", p.ci, "must be a confidence level in (0, 1), e.g. 0.95")
+    if getattr(p, "kl_samples", 0) < 0:
+        _fail(f"{prefix}.kl_samples", p.kl_samples, "must be >= 0 (0 turns the KL view off)")
+    tau = getattr(p, "gpass_tau", 0.5)
+    if not 0 < tau <= 1:
+        _fail(f"{prefix}.gpass_tau", tau, "must be in (0, 1]: the share of k samples G-Pass@k needs right")
     if getattr(p, "adaptive", False):
         _at_least(p, prefix, "n0", 1, " (first-round samples of every problem)")
         if p.n0 > p.n:
@@ -121,7 +126,7 @@ def validate_probe(p: Any, prefix: str = "probe") -> None:
 
 def validate_sampler(s: Any, prefix: str = "sampler") -> None:
     _at_least(s, prefix, "batch_size", 1)
-    _one_of(s.hf, f"{prefix}.hf", "engine", ("auto", "generate"))
+    _one_of(s.hf, f"{prefix}.hf", "engine", ("auto", "generate", "compact-cb"))
     if s.torch_threads is not None:
         _at_least(s, prefix, "torch_threads", 1, " (or null for one per core)")
     if not (s.device in ("auto", "cpu", "cuda") or str(s.device).startswith("cuda:")):
@@ -131,6 +136,10 @@ def validate_sampler(s: Any, prefix: str = "sampler") -> None:
         _fail(f"{prefix}.vllm.gpu_memory_utilization", vllm.gpu_memory_utilization,
               "must be in (0, 1]")
     _at_least(vllm, f"{prefix}.vllm", "tensor_parallel_size", 1)
+    power = getattr(s, "power", None)
+    if power is not None:
+        _at_least(power, f"{prefix}.power", "alpha", 1, " (the power of p sampled; 1 = the base itself)")
+        _at_least(power, f"{prefix}.power", "mcmc_steps", 0, " (0 = plain samples at T / alpha)")
     if s.name == "vllm" and importlib.util.find_spec("vllm") is None:
         raise ConfigError("sampler=vllm needs vLLM, which is not installed here: install it on a GPU "
                           "machine (pip install 'boundlab[gpu]') or use sampler=hf")
@@ -156,6 +165,7 @@ def validate_match_entropy(m: Any, prefix: str = "match_entropy") -> None:
     if m.base_temperature is not None and not m.base_temperature > 0:
         _fail(f"{prefix}.base_temperature", m.base_temperature, "must be > 0 (or null for "
               "probe.temperature)")
+    _one_of(m, prefix, "tokens", ("all", "decision"))
 
 
 def _check_match_entropy(cfg: Any) -> None:
@@ -171,6 +181,9 @@ def _check_match_entropy(cfg: Any) -> None:
             _fail(key, cfg.get(key), "cannot be combined with match_entropy.of (it probes two models)")
     if cfg.probe.adaptive:
         _fail("probe.adaptive", True, "cannot be combined with match_entropy.of (fixed n only)")
+    if m.tokens == "decision" and cfg.task.name != "toy2":
+        _fail("match_entropy.tokens", "decision", f"needs task=toy2 (decision tokens come from its trace "
+              f"grammar), not task={cfg.task.name}")
 
 
 def validate_logger(lg: Any, prefix: str = "logger") -> None:
@@ -298,12 +311,33 @@ _AREAS = (
 )
 
 
+def _check_power(cfg: Any) -> None:
+    """sampler=power samples p^alpha with p the base at probe.temperature: nothing may change p."""
+    s, p = cfg.get("sampler"), cfg.get("probe")
+    if s is None or s.get("name") != "power" or p is None:
+        return
+    if not p.temperature > 0:
+        _fail("probe.temperature", p.temperature, "must be > 0 with sampler=power (p is the base at "
+              "that temperature)")
+    if p.top_p != 1:
+        _fail("probe.top_p", p.top_p, "must be 1 with sampler=power (top-p would change p, whose "
+              "power it samples)")
+    if p.stop:
+        _fail("probe.stop", list(p.stop), "must be empty with sampler=power (stop strings would cut "
+              "completions outside p)")
+    m = cfg.get("match_entropy")
+    if m is not None and m.get("of"):
+        _fail("match_entropy.of", m.of, "cannot be combined with sampler=power (it records no "
+              "per-token entropy to match)")
+
+
 def validate(cfg: Any) -> None:
     """Check every area the config has (probe.py's and train.py's share most of them)."""
     for key, check in _AREAS:
         if key in cfg and cfg[key] is not None:
             check(cfg[key], key)
     _check_match_entropy(cfg)
+    _check_power(cfg)
     if "algo" in cfg and "train" in cfg:
         from boundlab.algos import check as check_algo
 

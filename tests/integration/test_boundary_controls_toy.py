@@ -125,8 +125,8 @@ def test_tracker_on_the_toy_world_writes_strict_groups_null_and_crossing(tmp_pat
     assert null_h["probe/null/lost"] == jl["null"]["lost"]
     assert null_h["probe/null/gained"] == jl["null"]["gained"]
     g_h1 = jl["checkpoint"]["groups"]["H1"]
-    assert ck_h["probe/H1/strict/pass@1"] == pytest.approx(g_h1["curve"][0], abs=1e-9)
-    assert ck_h["probe/H1/strict/delta/pass@n"] == pytest.approx(g_h1["delta_pass@n"], abs=1e-9)
+    assert ck_h["probe_tier/H1/strict/pass@1"] == pytest.approx(g_h1["curve"][0], abs=1e-9)
+    assert ck_h["probe_tier/H1/strict/delta/pass@n"] == pytest.approx(g_h1["delta_pass@n"], abs=1e-9)
     assert ck_h["probe/crossing_share"] == pytest.approx(jl["checkpoint"]["crossing_share"], abs=1e-9)
     if jl["checkpoint"]["crossing_k"] is not None:
         assert ck_h["probe/crossing_k"] == pytest.approx(jl["checkpoint"]["crossing_k"], abs=1e-9)

@@ -1,5 +1,5 @@
 """The on-policy trainers (PPO, REINFORCE++, REINFORCE++-baseline, ReMax, DAPO, and the remedies Pass@k
-Training, Weighted-REINFORCE and NSR) end to end on the toy world: train.py exits 0, the policy's parameters change (and PPO's critic's), every checkpoint is
+Training, Weighted-REINFORCE, NSR and PKPO) end to end on the toy world: train.py exits 0, the policy's parameters change (and PPO's critic's), every checkpoint is
 probed through the callback, and the training metrics reach W&B. Plus PPO's critic surviving a
 resume, and the build-time refusals of combinations the trainer cannot honour."""
 
@@ -18,7 +18,7 @@ from onpolicy_build import build_trainer, train_cfg  # tests/integration, shared
 
 ROOT = Path(__file__).resolve().parents[2]
 ALGOS = ["ppo", "reinforce_pp", "reinforce_pp_baseline", "remax", "dapo", "passk_grpo", "weighted_reinforce",
-         "nsr"]
+         "nsr", "pkpo"]
 
 torch.set_num_threads(1)
 
@@ -52,7 +52,7 @@ def test_smoke_trains_and_probes(tmp_path, algo):
     # H1 and B3 only: the base gets them right sometimes, so every algorithm sees a reward spread
     # (the default mix's first problems are mostly E, always right, or X, never).
     # debug=smoke samples 4 rollouts per prompt: pass@k Training needs k < 4 to see a spread.
-    extra = ["algo.onpolicy.passk_k=2"] if algo == "passk_grpo" else []
+    extra = ["algo.onpolicy.passk_k=2"] if algo in ("passk_grpo", "pkpo") else []
     train(tmp_path, f"algo={algo}", "debug=smoke", "backend.torch_threads=1",
           "task.train_mix={H1:0.5,B3:0.5}", f"hydra.run.dir={run_dir}", *extra)
 
@@ -80,6 +80,10 @@ def test_smoke_trains_and_probes(tmp_path, algo):
     if algo == "remax":
         expected |= {"train/reward_greedy"}
     assert expected <= logged, expected - logged
+    if algo == "pkpo":
+        # k anneals 2 -> 1 over the 4 smoke steps (annealed_k: 2, 2, 1, 1).
+        ks = [h["train/pkpo_k"] for h in history if "train/pkpo_k" in h]
+        assert ks and ks[0] == 2 and ks[-1] == 1, ks
 
 
 # ---- in process: PPO's critic across a resume; build-time refusals ----

@@ -62,16 +62,19 @@ class ScriptedSampler:
 
 class Recorder:
     def __init__(self):
-        self.logged = []
+        self.logged, self.tables, self.plots, self.step_metrics = [], {}, {}, []
 
     def define_step_metric(self, *a):
-        pass
+        self.step_metrics.append(a)
 
     def log(self, m):
         self.logged.append(m)
 
-    def log_line_plot(self, *a, **k):
-        pass
+    def log_line_plot(self, key, xs, series, **k):
+        self.plots[key] = (list(xs), dict(series), k)
+
+    def log_table(self, key, columns, rows, extra=None):
+        self.tables[key] = (list(columns), [list(r) for r in rows])
 
     def log_image(self, *a, **k):
         pass
@@ -149,10 +152,10 @@ def test_groups_break_every_probe_down_by_tag(tmp_path):
     lo, hi = float(g[("base", "H")]["pass@1_ci_low"]), float(g[("base", "H")]["pass@1_ci_high"])
     assert 0.0 <= lo <= 0.125 <= hi <= 0.25  # two problems: a resample is 0, 0.125 or 0.25
     ck_m = next(m for m in logger.logged if m["probe/step"] == 10)
-    assert ck_m["probe/E/strict/pass@1"] == pytest.approx(1.0)
-    assert ck_m["probe/H/strict/delta/pass@n"] == pytest.approx(-0.5)
-    assert ck_m["probe/H/strict/lost"] == 1
-    assert ck_m["probe/H/answer/pass@1"] == pytest.approx(0.0)
+    assert ck_m["probe_tier/E/strict/pass@1"] == pytest.approx(1.0)
+    assert ck_m["probe_tier/H/strict/delta/pass@n"] == pytest.approx(-0.5)
+    assert ck_m["probe_tier/H/strict/lost"] == 1
+    assert ck_m["probe_tier/H/answer/pass@1"] == pytest.approx(0.0)
     # A tag every problem must carry: one clear error naming the problem.
     bad = Task("t", [Problem("a", "1*3+9", "12", {"tier": "E"}), Problem("b", "2-6+4", "0", {})],
                verifier="toy", group_by="tier")
@@ -328,5 +331,56 @@ def test_probe_py_summary_and_metrics_lead_with_strict(tmp_path, capsys):
     assert "0.7500" in e and "SATURATED (3/P = 1.000)" in e
     m = passk_metrics(tr.base, groups=_groups(tr.base, task, 0.95))
     assert m["probe/pass@1"] == pytest.approx(0.4375) and m["probe/answer/pass@1"] == pytest.approx(0.5)
-    assert m["probe/H/strict/pass@4"] == pytest.approx(0.5) and m["probe/E/strict/saturated"] == 1
+    assert m["probe_tier/H/strict/pass@4"] == pytest.approx(0.5) and m["probe_tier/E/strict/saturated"] == 1
     assert m["probe/solvable"] == 3 and m["probe/strict_is_headline"] == 1
+
+
+def test_diversity_and_gpass_views_on_every_row(tmp_path):
+    # Issue 39's views from the stored samples. Base answers: p0 12 x4; p1 3 x2 + 999 x2;
+    # p2 33 + 999 x3; p3 60 + 999 x3. Strict c = 4, 2, 0, 1 of n = 4; G-Pass at tau 0.5.
+    import math as _m
+
+    tr, logger = run_tracker(tmp_path, null_seed=None)
+    b = next(r for r in tr.rows if r["kind"] == "base")
+    assert b["distinct_answers"] == pytest.approx(7 / 4)
+    assert b["top_answer_share"] == pytest.approx(3 / 4)
+    h = -(0.25 * _m.log(0.25) + 0.75 * _m.log(0.75))
+    assert b["answer_entropy"] == pytest.approx((_m.log(2) + 2 * h) / 4, abs=1e-6)
+    assert b["no_answer_share"] == 0
+    # k = 1: pass@1 (1 + 1/2 + 0 + 1/4) / 4; k = 2 (one of two right): pass@2 (1 + 5/6 + 0 + 1/2) / 4;
+    # k = 4 (two of four right): p0 and p1 only.
+    assert b["gpass@1"] == pytest.approx(1.75 / 4, abs=1e-6)
+    assert b["gpass@2"] == pytest.approx((1 + 5 / 6 + 0.5) / 4, abs=1e-6)
+    assert b["gpass@4"] == b["gpass@n"] == pytest.approx(0.5, abs=1e-6)
+    assert b["groups"]["H"]["gpass@n"] == 0 and b["groups"]["E"]["gpass@n"] == 1
+    ck = next(r for r in tr.rows if r["kind"] == "checkpoint")
+    # Checkpoint: p0, p1 all strict; p2, p3 all 999: one answer per problem.
+    assert (ck["distinct_answers"], ck["answer_entropy"], ck["top_answer_share"]) == (1, 0, 1)
+    rows = {r["kind"]: r for r in read_csv(tmp_path / "run" / "boundary.csv")}
+    assert float(rows["base"]["gpass@n"]) == pytest.approx(0.5) and rows["base"]["gpass_tau"] == "0.500000"
+    base_m = next(m for m in logger.logged if m["probe/step"] == 0)
+    assert base_m["probe/diversity/distinct_answers"] == pytest.approx(7 / 4)
+    assert base_m["probe_tier/H/gpass@n"] == 0
+
+
+def test_wandb_has_the_base_beside_every_probe_curves_on_log_k_and_tiers_apart(tmp_path):
+    import math as _m
+
+    tr, logger = run_tracker(tmp_path, null_seed=None)
+    ck_m = next(m for m in logger.logged if m.get("probe/step") == 10 and "probe/pass@1" in m)
+    base_m = next(m for m in logger.logged if m.get("probe/step") == 0 and "probe/pass@1" in m)
+    # The base as its own series, at the base's step and at the checkpoint's: strict 1.75/4 at k = 1.
+    assert base_m["probe/base/pass@1"] == ck_m["probe/base/pass@1"] == pytest.approx(1.75 / 4)
+    assert ck_m["probe/base/pass@n"] == pytest.approx(0.75)
+    # Per-tier keys live under their own prefix (their own W&B panel section), with the probe step.
+    assert not any(k.startswith("probe/E/") or k.startswith("probe/H/") for k in ck_m)
+    assert ("probe_tier", "probe/step") in logger.step_metrics
+    # Every curve to date against log2 k, as a table and a chart.
+    cols, rows = logger.tables["probe/curves_table"]
+    assert cols == ["model", "step", "k", "log2_k", "pass@k"]
+    assert [(r[0], r[2]) for r in rows] == [("base", 1), ("base", 2), ("base", 4),
+                                             ("step 10", 1), ("step 10", 2), ("step 10", 4)]
+    assert rows[5][3] == 2.0 and rows[3][4] == pytest.approx(0.5)  # step 10: strict pass@1 (1+1+0+0)/4
+    xs, series, _ = logger.plots["probe/curves_log_k"]
+    assert xs == [0.0, 1.0, 2.0] and set(series) == {"base", "step 10"}
+    assert series["base"][2] == pytest.approx(0.75) and _m.isclose(series["step 10"][0], 0.5)

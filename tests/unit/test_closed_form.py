@@ -9,7 +9,8 @@ import math
 import pytest
 
 from boundlab.verify.closed_form import UNIT_LETTERS, closed_form_value, polynomials, relation
-from boundlab.verify.math import fast_verdict, plain_math_verify
+from boundlab.verify.math_rules import fast_verdict
+from boundlab.verify.math_worker import plain_math_verify
 
 S2, S3, PI = math.sqrt(2), math.sqrt(3), math.pi
 
@@ -232,7 +233,7 @@ def test_parse_text_refuses_what_would_backtrack():
     parent, which has no deadline, never runs it on such a string."""
     import time
 
-    from boundlab.verify.math import parse_text
+    from boundlab.verify.math_rules import parse_text
 
     slow = "1" + " " * 510 + "x"
     t = time.process_time()  # CPU time: the work done, whatever the machine's load
@@ -249,7 +250,7 @@ def test_parse_text_takes_an_integer_as_it_is():
 
     from latex2sympy2_extended.math_normalization import normalize_latex
 
-    from boundlab.verify.math import _normalization, parse_text
+    from boundlab.verify.math_rules import _normalization, parse_text
 
     rng = random.Random(0)
     ints = ([str(i) for i in range(-300, 1200)] + ["007", "-00", "10000000000000000000000"]

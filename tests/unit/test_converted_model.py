@@ -36,16 +36,26 @@ def test_plain_loaders_read_a_repaired_conversion(tiny_lm, tmp_path):
     assert getattr(model, "hf_quantizer", None) is None
 
 
-def test_a_cached_conversion_is_repaired_on_use(tiny_lm, tmp_path):
+def test_a_cached_conversion_is_repaired_on_use(tiny_lm, tmp_path, monkeypatch):
+    # A folder converted (with its manifest) before the fix: used again, it is repaired in place and
+    # its manifest rewritten, so it still passes the conversion cache's check and is not reconverted.
     from omegaconf import OmegaConf
 
-    from boundlab.models import resolve_model_path
+    from boundlab import models
+    from boundlab.conversion_cache import check, write_manifest
 
     d = _with_gguf_quantization(tiny_lm, tmp_path / "cache")
+    src = tmp_path / "x.gguf"
+    src.write_bytes(b"GGUF stand-in: only its digest is read here")
+    write_manifest(d, src)
+    assert check(d, src) is None
+    monkeypatch.setattr(models, "gguf_source", lambda package, filename: src)
+    monkeypatch.setattr(models, "_convert_gguf", lambda *a: pytest.fail("reconverted a valid folder"))
     cfg = OmegaConf.create({"name": "converted", "gguf_package": "any_package", "gguf_file": "x.gguf",
                             "cache_dir": str(tmp_path / "cache"), "path": None})
-    assert resolve_model_path(cfg) == str(d)
+    assert models.resolve_model_path(cfg) == str(d)
     assert "quantization_config" not in json.loads((d / "config.json").read_text())
+    assert check(d, src) is None
 
 
 @pytest.mark.slow

@@ -35,7 +35,8 @@ def world(tmp_path, monkeypatch):
     secret = tmp_path / "secret.txt"
     secret.write_text("outside the given paths")
     index = Index([tmp_path / "runs"], store=str(tmp_path / "store.sqlite"))
-    return tmp_path, store, rows, index, TestClient(make_app(index))
+    # the page's own origin: any other Host is refused (test_a_foreign_host_gets_400_and_no_data)
+    return tmp_path, store, rows, index, TestClient(make_app(index), base_url="http://127.0.0.1:8050")
 
 
 def test_api_serves_each_view(world):
@@ -152,7 +153,8 @@ def test_plotly_is_cached_for_good_only_under_its_versioned_url(world):
 
 
 def _map_via_new_index(tmp):
-    return TestClient(make_app(Index([tmp / "runs"], store=str(tmp / "store.sqlite")))).get(
+    return TestClient(make_app(Index([tmp / "runs"], store=str(tmp / "store.sqlite"))),
+                      base_url="http://localhost").get(
         "/api/run/0/problems").json()
 
 
@@ -228,6 +230,32 @@ def test_bind_loopback_unless_asked(host, ok):
         check_host(host, allow_remote=True)
 
 
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:8050", "127.0.0.1.nip.io", "localhost.evil.example",
+                                  "192.168.1.5:8050", "0.0.0.0", "", "[::2]:8050"])
+@pytest.mark.parametrize("path", ["/", "/api/runs", "/api/run/0/overview", "/api/run/0/problem/0", "/static/app.js"])
+def test_a_foreign_host_gets_400_and_no_data(world, host, path):
+    """DNS rebinding: a page on another name that resolves to 127.0.0.1 is refused before any route."""
+    tmp, store, rows, index, client = world
+    r = client.get(path, headers={"host": host})
+    assert r.status_code == 400
+    assert r.text == "Invalid host header"  # nothing of the runs, the page or the store
+    assert "p0000" not in r.text and "synthetic" not in r.text
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.1:8050", "localhost", "LOCALHOST:9", "[::1]", "[::1]:8050"])
+def test_loopback_names_are_served(world, host):
+    tmp, store, rows, index, client = world
+    r = client.get("/api/runs", headers={"host": host})
+    assert r.status_code == 200 and [x["probes"] for x in r.json()] == [4]
+
+
+def test_allow_remote_serves_any_host(world):
+    tmp, store, rows, index, client = world
+    remote = TestClient(make_app(index, allow_remote=True), base_url="http://dash.lab.example:8050")
+    assert remote.get("/api/runs").status_code == 200
+    assert client.get("/api/runs", headers={"host": "dash.lab.example:8050"}).status_code == 400
+
+
 def test_cli_refuses_a_remote_bind_and_a_missing_path(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     r = subprocess.run([sys.executable, str(ROOT / "dashboard.py"), str(tmp_path), "--host", "0.0.0.0"],
@@ -251,6 +279,20 @@ def test_export_is_one_file_with_escaped_payload(tmp_path):
     got = json.loads(payload)
     assert got["runs"]["0"]["overview"]["probes"][0]["kind"] == "base"
     assert "_script><script>window.__pwned=1<_script>" in got["runs_list"][0]["label"]
+
+
+def test_export_payload_holds_no_markup_characters(tmp_path):
+    """Every "<", ">" and "&" of the inline JSON is a \\u escape: "<!--<script>" (which would leave the
+    real "</script>" unable to end the element) and "</script>" cannot reach HTML's tokenizer."""
+    store = Store(tmp_path / "store.sqlite")
+    evil = "<!--<script>&amp;\u2028</script>"
+    make_run(tmp_path / "runs" / evil.replace("/", "_"), store, checkpoints=1, problems=3, n=2)
+    index = Index([tmp_path / "runs"], store=str(tmp_path / "store.sqlite"))
+    html = export(index, tmp_path / "dash.html").read_text()
+    payload = html.split("window.BOUNDLAB_STATIC = ", 1)[1].split(";</script>", 1)[0]
+    assert not set(payload) & set("<>&\u2028\u2029")
+    assert "\\u003c!--\\u003cscript\\u003e\\u0026amp;" in payload
+    assert json.loads(payload)["runs_list"][0]["label"].endswith(evil.replace("/", "_"))
 
 
 def test_a_corrupt_probes_file_is_named_not_shown_as_empty_silently(world, capsys):

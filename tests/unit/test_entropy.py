@@ -189,6 +189,9 @@ class Recorder:
     def log_line_plot(self, *a, **k):
         pass
 
+    def log_table(self, *a, **k):
+        pass
+
     def log_image(self, key, *a, **k):
         self.images.append(key)
 
@@ -240,7 +243,7 @@ def test_rows_csv_groups_and_wandb_keys(tmp_path, capsys):
     ck = [m for m in logger.logged if m.get("probe/step") == 5][0]
     assert ck["probe/entropy/mean"] == pytest.approx(0.375)
     assert ck["probe/entropy/delta_mean"] == pytest.approx(-2.125)
-    assert ck["probe/x/entropy/mean"] == pytest.approx(0.5)
+    assert ck["probe_tier/x/entropy/mean"] == pytest.approx(0.5)
     assert (run / "entropy.png").stat().st_size > 1000
     assert "probe/entropy/plot" in logger.images
     out = capsys.readouterr().out

@@ -45,6 +45,9 @@ class Recorder:
     def log_line_plot(self, *a, **k):
         pass
 
+    def log_table(self, *a, **k):
+        pass
+
     def log_image(self, *a, **k):
         pass
 

@@ -43,7 +43,7 @@ def test_builtins_registers_every_built_in():
     assert r.returncode == 0, r.stderr
     # (the last 4 lines: importing TRL may print a W&B line first)
     assert r.stdout.splitlines()[-4:] == ["['code', 'exact', 'math', 'toy', 'toy2', 'typed']", "True",
-                                          "['hf', 'vllm'] True", "True"]
+                                          "['hf', 'power', 'vllm'] True", "True"]
 
 
 def test_a_plug_in_that_fails_to_import_fails_loudly():

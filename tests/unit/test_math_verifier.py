@@ -6,7 +6,7 @@ import pytest
 
 from boundlab.tasks.base import Problem
 from boundlab.verify import build_verifier
-from boundlab.verify.math import _RETRY_FACTOR, plain_math_verify
+from boundlab.verify.math_worker import _RETRY_FACTOR, plain_math_verify
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +113,7 @@ def _sleepy(s: float) -> str:
 
 
 def test_integer_fast_path_agrees_with_math_verify():
-    from boundlab.verify.math import fast_verdict
+    from boundlab.verify.math_rules import fast_verdict
 
     ints = ["0", "-0", "7", "007", "-7", "204", "1000", "999999999999", "-12"]
     for g in ints:
@@ -143,7 +143,7 @@ def test_plain_number_rule_agrees_with_math_verify():
     """Every pair the parent decides (`fast_verdict`) gets math-verify's own verdict; the traps
     are left to math-verify. (Numbers below 1e-3 are compared to 6 significant digits instead,
     on purpose: `small_number_verdict`, verifier version 3.)"""
-    from boundlab.verify.math import fast_verdict, small_number_verdict
+    from boundlab.verify.math_rules import fast_verdict, small_number_verdict
 
     decided = 0
     for g in NUMBERS:
@@ -175,7 +175,8 @@ def test_plain_number_rule_agrees_with_math_verify():
 
 def _profile(gold: str):
     """A gold's profile as a worker computes it, here in the test process."""
-    from boundlab.verify.math import _worker_check, profile_from
+    from boundlab.verify.math_worker import _worker_check
+    from boundlab.verify.math_rules import profile_from
 
     res = _worker_check((gold, None))
     assert res[0] == "ok" and len(res) == 6, res
@@ -257,7 +258,9 @@ def test_values_apart_agrees_with_math_verify():
     """The worker's shortcut (`_values_apart`, no `verify` call) is math-verify's verdict."""
     from math_verify import parse
 
-    from boundlab.verify.math import _values_apart, _worker_check, wrap_latex
+    from boundlab.verify.math_worker import _values_apart, _worker_check
+
+    from boundlab.verify.math_rules import wrap_latex
 
     exprs = [r"\pi", r"-\pi", r"\pi+1", r"\sqrt{2}", r"\frac{\sqrt{2}}{2}",
              r"\frac{1}{\sqrt{2}}", r"3\sqrt{13}", r"\sqrt{117}", "p - q", "p - q+1", "6 - 5i",
@@ -383,7 +386,8 @@ def test_warmup_shapes_parse_and_are_no_benchmark_gold():
 
     from boundlab.tasks import TASKS
     from boundlab.verify.closed_form import closed_form_value
-    from boundlab.verify.math import WARMUP_SHAPES, plain_number, wrap_latex
+    from boundlab.verify.math_worker import WARMUP_SHAPES
+    from boundlab.verify.math_rules import plain_number, wrap_latex
 
     golds = {p.answer.strip() for name in ("math500", "gsm8k", "minerva", "olympiadbench",
                                            "aime24", "aime25", "amc23")

@@ -35,3 +35,34 @@ def test_different_weights_or_config_change_it(tmp_path):
     b = _copy(base, tmp_path / "b")
     (b / "pytorch_model.bin").write_bytes(b"weights")
     assert model_fingerprint(str(b)) != model_fingerprint(str(base))
+
+
+def test_weights_rewritten_in_place_with_same_size_and_mtime_get_a_new_digest(tmp_path):
+    """Identity is content: a cache keyed by (path, size, mtime) handed the old weights' digest to
+    new weights written over them with the same size and a restored mtime, so the probe key, and
+    with it the old stored samples, were reused for a different model."""
+    import os
+    import time
+
+    from boundlab.probe.store import Store
+
+    w = _copy(paths.base_model_dir(), tmp_path / "w")
+    f = w / "model.safetensors"
+    store = Store(str(tmp_path / "store.sqlite"))
+    try:
+        before = model_fingerprint(str(w), store)
+        assert model_fingerprint(str(w), store) == before  # the cache hit gives the same answer
+        st = f.stat()
+        time.sleep(0.05)  # past the kernel's coarse timestamp tick, so the rewrite's ctime moves
+        data = bytearray(f.read_bytes())
+        data[-1] ^= 1
+        with f.open("r+b") as fh:  # in place: same inode, same size
+            fh.write(bytes(data))
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the old mtime put back
+        after = f.stat()
+        assert (after.st_size, after.st_mtime_ns, after.st_ino) == (st.st_size, st.st_mtime_ns, st.st_ino)
+        changed = model_fingerprint(str(w), store)
+        assert changed != before
+        assert changed == model_fingerprint(str(w))  # the digest of the new content, cache or not
+    finally:
+        store.close()

@@ -1,4 +1,4 @@
-"""experiment=remedies (issue 14): seven arms at three seeds from one base, each arm setting only
+"""experiment=remedies (issues 14 and 39): eight arms at three seeds from one base, each arm setting only
 its remedy, every run passing the start-up checks."""
 
 from pathlib import Path
@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 from boundlab.config import check_keys, register_configs
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
-ARMS = ["grpo", "passk_grpo", "weighted_reinforce", "nsr", "unlikeliness", "entropy", "kl_strong"]
+ARMS = ["grpo", "passk_grpo", "weighted_reinforce", "nsr", "unlikeliness", "entropy", "kl_strong", "pkpo"]
 register_configs()
 
 
@@ -38,6 +38,7 @@ EXPECTED = {
     "unlikeliness": ("grpo", 0.0, 0.25, 0.0, None),
     "entropy": ("grpo", 0.0, 0.0, 0.01, None),
     "kl_strong": ("grpo", 0.1, 0.0, 0.0, None),
+    "pkpo": ("pkpo", 0.0, 0.0, 0.0, None),
 }
 
 

@@ -80,7 +80,8 @@ def test_headings_and_contents_follow_the_registered_list(tmp_path):
     assert SECTIONS == ("1. pass@k curves", "2. Sampling-efficiency gap", "3. Solvable-set coverage",
                         "4. Perplexity under the base model", "5. Checkpoint progression",
                         "6. Algorithm comparison", "7. Case studies", "8. Breakdown by problem tag",
-                        "9. Remedies: pass@1 against the boundary")
+                        "9. Remedies: pass@1 against the boundary",
+                        "10. Mechanism per problem and luck")
     md = run(report_cfg(tmp_path)).read_text()
     lines = md.splitlines()
     assert [ln[3:] for ln in lines if ln.startswith("## ")] == list(SECTIONS)
@@ -91,7 +92,8 @@ def test_headings_and_contents_follow_the_registered_list(tmp_path):
                         "[5. Checkpoint progression](#5-checkpoint-progression) · [6. Algorithm comparison]"
                         "(#6-algorithm-comparison) · [7. Case studies](#7-case-studies) · "
                         "[8. Breakdown by problem tag](#8-breakdown-by-problem-tag) · "
-                        "[9. Remedies: pass@1 against the boundary](#9-remedies-pass1-against-the-boundary)")
+                        "[9. Remedies: pass@1 against the boundary](#9-remedies-pass1-against-the-boundary)"
+                        " · [10. Mechanism per problem and luck](#10-mechanism-per-problem-and-luck)")
     # Each section's text sits under its own heading.
     at = {h: lines.index(f"## {h}") for h in SECTIONS}
     assert at["3. Solvable-set coverage"] < lines.index("| model | both | base_only | model_only | "
@@ -109,10 +111,11 @@ def test_one_registration_line_adds_a_section(tmp_path, monkeypatch):
         # Reads the comparisons computed once: the same dSE as section 2.
         d.table(Table("extra", ["model", "dSE"], [[p.entry.label, vs.dse.value] for p, vs in r.pairs()]))
 
+    k = len(sections.SECTIONS) + 1  # the new section's number
     monkeypatch.setattr(sections, "SECTIONS", [*sections.SECTIONS, sections.Section("Extra", render)])
     out = run(report_cfg(tmp_path)).parent
     md = (out / "report.md").read_text()
-    assert "\n## 10. Extra\n" in md and " · [10. Extra](#10-extra)\n" in md
+    assert f"\n## {k}. Extra\n" in md and f" · [{k}. Extra](#{k}-extra)\n" in md
     assert md.rstrip().endswith("Table: [extra.csv](extra.csv).")
     extra, dse = rows(out / "extra.csv"), rows(out / "delta_se.csv")
     assert [(r["model"], r["dSE"]) for r in extra] == [(r["model"], r["dSE"]) for r in dse]

@@ -20,7 +20,7 @@ def test_unknown_key_names_the_path_and_what_is_known_there():
     assert msg.startswith("unknown config key 'algo.gama' (known here: distill, ")
     assert unknown_key(["probe.nn=3"], CONF, ProbeMain) == (
         "unknown config key 'probe.nn' (known here: adaptive, bootstrap_iters, budget, budget_cap, ci, "
-        "delta, epsilon, keep_text, limit, max_new_tokens, n, n0, null_seed_offset, predict_k, seed, stop, "
+        "delta, epsilon, gpass_tau, keep_text, kl_samples, limit, max_new_tokens, n, n0, null_seed_offset, predict_k, seed, stop, "
         "temperature, top_p)")
     # Nested typed blocks and Optional fields are walked too.
     assert unknown_key(["algo.onpolicy.critic.lr=1"], CONF, TrainMain).startswith(

@@ -59,6 +59,7 @@ RANGE_CASES = [
     ("probe", "probe.top_p=1.5", "probe.top_p=1.5: must be in (0, 1] (1 = no nucleus truncation)"),
     ("probe", "probe.ci=2", "probe.ci=2.0: must be a confidence level in (0, 1), e.g. 0.95"),
     ("probe", "probe.ci=0", "probe.ci=0.0: must be a confidence level in (0, 1), e.g. 0.95"),
+    ("probe", "probe.gpass_tau=0", "probe.gpass_tau=0.0: must be in (0, 1]: the share of k samples G-Pass@k needs right"),
     ("probe", "probe.bootstrap_iters=0",
      "probe.bootstrap_iters=0: must be >= 1 (bootstrap resamples for the confidence intervals)"),
     ("probe", "probe.max_new_tokens=0", "probe.max_new_tokens=0: must be >= 1"),
@@ -74,7 +75,7 @@ RANGE_CASES = [
     ("probe", "probe.keep_text=some", "probe.keep_text=some: must be one of all, compact"),
     ("train", "probe.keep_text=none", "probe.keep_text=none: must be one of all, compact"),
     ("probe", "sampler.batch_size=0", "sampler.batch_size=0: must be >= 1"),
-    ("probe", "sampler.hf.engine=fast", "sampler.hf.engine=fast: must be one of auto, generate"),
+    ("probe", "sampler.hf.engine=fast", "sampler.hf.engine=fast: must be one of auto, generate, compact-cb"),
     ("probe", "verify.math.deadline_s=0", "verify.math.deadline_s=0.0: must be > 0 (seconds per math-verify call)"),
     ("probe", "logger.mode=sometimes", "logger.mode=sometimes: must be one of null, online, offline, disabled"),
     ("probe", "model.dtype=fp8", "model.dtype=fp8: must be one of auto, float32, bfloat16, float16"),
@@ -239,7 +240,7 @@ def test_kl_with_distillation_refused(algo, kl, shown):
 
 def test_unknown_algo_name_is_one_line():
     assert _refused("train", ["algo.name=foo"]) == (
-        "algo.name=foo: unknown algorithm 'foo'; known: dapo, dr_grpo, grpo, nsr, onpolicy_distill, passk_grpo, ppo, "
+        "algo.name=foo: unknown algorithm 'foo'; known: dapo, dr_grpo, grpo, nsr, onpolicy_distill, passk_grpo, pkpo, ppo, "
         "reinforce_pp, reinforce_pp_baseline, remax, rloo, sft_distill, weighted_reinforce; choose the algorithm "
         "with algo=NAME")
 
@@ -397,7 +398,9 @@ def test_read_only_store_named(tmp_path, monkeypatch):
     for extra in ("-wal", "-shm"):
         Path(str(p) + extra).unlink(missing_ok=True)
     real = sqlite3.connect
-    monkeypatch.setattr(sqlite3, "connect", lambda path, **kw: real(f"file:{path}?mode=ro", uri=True, **kw))
+    # Every open read-only (a reader's own open is a mode=ro URI already: passed as it is).
+    monkeypatch.setattr(sqlite3, "connect", lambda path, **kw: real(path, **kw) if kw.get("uri")
+                        else real(f"file:{path}?mode=ro", uri=True, **kw))
     with pytest.raises(StoreError) as e:
         Store(p)
     assert str(e.value) == (
@@ -554,7 +557,9 @@ def test_read_only_store_can_still_be_read(tmp_path, monkeypatch):
     s.add_samples("k", [SampleRow("a", 0, "x", "1", True, None, "correct", 1)])
     s.close()
     real = sqlite3.connect
-    monkeypatch.setattr(sqlite3, "connect", lambda path, **kw: real(f"file:{path}?mode=ro", uri=True, **kw))
+    # Every open read-only (a reader's own open is a mode=ro URI already: passed as it is).
+    monkeypatch.setattr(sqlite3, "connect", lambda path, **kw: real(path, **kw) if kw.get("uri")
+                        else real(f"file:{path}?mode=ro", uri=True, **kw))
     ro = Store(p, writable=False)
     assert ro.counts_done("k") == {"a": 1}
     ro.close()

@@ -33,6 +33,7 @@ def _builtins() -> tuple[Algorithm, ...]:
         onpolicy.PASSK_GRPO,
         onpolicy.WEIGHTED_REINFORCE,
         onpolicy.NSR,
+        onpolicy.PKPO,
         distill.SFT_DISTILL,
         distill.ONPOLICY_DISTILL,
     )
@@ -57,6 +58,13 @@ def check(cfg: Any) -> None:
         raise ConfigError(f"algo.name={cfg.algo.name}: {e.args[0]}; choose the algorithm with algo=NAME") \
             from None
     algo.check(cfg)
+    if getattr(getattr(cfg, "train", None), "ref_reset_every", 0):
+        from boundlab.algos.resets import check_reset
+
+        if algo.family == "distill":
+            raise ConfigError(f"train.ref_reset_every: algo={algo.name} distils from a teacher and has no KL "
+                              f"reference to reset")
+        check_reset(cfg)
 
 
 def build(inputs: BuildInputs) -> Any:

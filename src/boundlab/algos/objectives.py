@@ -258,6 +258,46 @@ def passk_advantages(correct: Tensor, k: int) -> Tensor:
     return adv.to(torch.float32)
 
 
+def _pass_at(n: int, c: Tensor, k: int) -> Tensor:
+    """Unbiased pass@k, 1 - C(n - c, k) / C(n, k), for a tensor of counts c out of n (float64);
+    0 for k = 0 (an empty subset solves nothing)."""
+    if k == 0:
+        return torch.zeros_like(c, dtype=torch.float64)
+    i = torch.arange(n - k + 1, n + 1, dtype=torch.float64)  # C(n-c,k)/C(n,k) = prod (n-c-j)/(n-j)
+    num = (n - c.to(torch.float64)).unsqueeze(-1) - (n - i)
+    ratio = torch.where(num > 0, num, torch.zeros_like(num)) / i
+    return 1 - ratio.prod(-1)
+
+
+def pkpo_advantages(correct: Tensor, k: int) -> Tensor:
+    """PKPO (Walder & Karkhanis 2025, arXiv 2505.15201) for groups [G, N] of binary outcomes.
+
+    The pass@k estimate of a group averages, over all size-k subsets S, f(S) = max of S's outcomes.
+    Its score-function gradient gives each sample the mean of f over the subsets that hold it:
+    r_i = (k / N) * (1 if sample i is correct else pass@(k-1) of the other N - 1 samples). The
+    baseline is (k / N) * pass@k of the other N - 1 samples (leave-one-out: it does not depend on
+    sample i, so the estimate stays unbiased). Returned without the common factor k / N:
+    sum_i a_i * grad log p(x_i) estimates (N / k) * grad pass@k, for every k in 1..N-1. A correct
+    sample gets 1 - pass@k(others), a wrong one pass@(k-1)(others) - pass@k(others) <= 0."""
+    g, n = correct.shape
+    if not 1 <= k < n:
+        raise ValueError(f"PKPO needs 1 <= k < the group size ({n}) for its leave-one-out baseline, not k={k}")
+    c = correct.to(torch.float64)
+    others = c.sum(-1, keepdim=True) - c  # correct samples among the other N - 1
+    base = _pass_at(n - 1, others, k)
+    reward = torch.where(correct.bool(), torch.ones_like(c), _pass_at(n - 1, others, k - 1))
+    return (reward - base).to(torch.float32)
+
+
+def annealed_k(k_start: int, k_end: Optional[int], step: int, max_steps: int) -> int:
+    """PKPO's k annealed linearly from k_start (step 0) to k_end (the last step), rounded to the
+    nearest integer; k_end None keeps k_start."""
+    if k_end is None or max_steps <= 1:
+        return int(k_start)
+    frac = min(max(step / (max_steps - 1), 0.0), 1.0)
+    return int(round(k_start + (k_end - k_start) * frac))
+
+
 def weighted_reinforce_advantages(correct: Tensor, positive_weight: float) -> Tensor:
     """Weighted-REINFORCE (Zhu et al. 2025, arXiv 2506.01347): +lambda for a correct sample, -1 for a
     wrong one, no baseline. lambda = 0 is pure negative-sample reinforcement (NSR): only wrong

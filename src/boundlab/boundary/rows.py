@@ -22,6 +22,11 @@ Row layout (`metric` says which metric the unprefixed columns hold):
   averaged over samples, its percentiles, and how many samples recorded one (also per group);
   `delta_entropy_mean` against the base. Absent where no sample recorded an entropy (rows and stores
   from before it).
+- `distinct_answers`, `answer_entropy`, `top_answer_share`, `no_answer_share`, `gpass@k` (k = 1, powers
+  of two, n) and `gpass_tau`: the views of `boundlab.probe.views` (also per group); absent in rows
+  written before them. `kl_from_base` (nats per sequence), `kl_from_base_se`, `kl_samples`,
+  `kl_skipped`: KL(base || model) on the base's stored samples (`boundlab.probe.kl_view`); 0 for the
+  base and the null, absent where the view was off or could not run.
 A row written before `metric` existed held answer-only values in `pass@1`...: `normalize` reads it
 as `metric=answer`.
 """
@@ -50,7 +55,9 @@ CSV_COLUMNS = [
     "crossing_k_ci_high", "crossing_share", "answer_pass@1", "answer_pass@n", "gap@1", "gap@n",
     "answer_delta_pass@1", "answer_delta_pass@n", "answer_lost", "answer_gained", "strict_pass@1",
     "strict_pass@n", "seed", "boxed_share", "truncated_share", "probe_seconds", "entropy_mean",
-    "entropy_p10", "entropy_p50", "entropy_p90", "entropy_samples", "delta_entropy_mean"]
+    "entropy_p10", "entropy_p50", "entropy_p90", "entropy_samples", "delta_entropy_mean",
+    "distinct_answers", "answer_entropy", "top_answer_share", "no_answer_share", "gpass_tau",
+    "gpass@1", "gpass@16", "gpass@n", "kl_from_base", "kl_from_base_se", "kl_samples", "kl_skipped"]
 
 GROUP_COLUMNS = [
     "step", "kind", "metric", "group_by", "group", "n", "problems", "pass@1", "pass@1_ci_low",
@@ -58,7 +65,8 @@ GROUP_COLUMNS = [
     "delta_pass@1", "delta_pass@1_ci_low", "delta_pass@1_ci_high", "delta_pass@n",
     "delta_pass@n_ci_low", "delta_pass@n_ci_high", "lost", "gained", "solvable", "answer_pass@1",
     "answer_pass@n", "entropy_mean", "entropy_p10", "entropy_p50", "entropy_p90", "entropy_samples",
-    "delta_entropy_mean"]
+    "delta_entropy_mean", "distinct_answers", "answer_entropy", "top_answer_share", "no_answer_share",
+    "gpass@1", "gpass@16", "gpass@n"]
 
 
 def _r(x: float) -> float:

@@ -8,7 +8,7 @@ base's, and the boundary plot (pass@1 and pass@n against the step, the paper's F
 Strict pass@k (right answer and a valid trace) is the headline wherever the verifier knows it; the
 answer-only numbers sit beside it, labelled (`boundlab.boundary.rows` has the row layout). With
 `task.group_by` every probe is also broken down by that Problem.meta tag (`boundary_groups.csv`,
-`probe/<tag>/<metric>/...` in W&B, one panel per tag in boundary.png). With `probe.null_seed_offset` the
+`probe_tier/<tag>/<metric>/...` in W&B, one panel per tag in boundary.png). With `probe.null_seed_offset` the
 base is probed a second time with seed + offset (a `kind=null` row): its Δ, lost and gained against the
 base are the chance level of every checkpoint's. A saturated probe (every problem solved at k = n)
 is flagged with the rule-of-three bound instead of showing a [0, 0] interval as precision.
@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from boundlab.probe.alike import note as alike_note, store_differences
 from boundlab.boundary import rows as R
 from boundlab.boundary.alarm import raise_alarm, shrinkage
 from boundlab.probe.answer_stats import summary_lines
@@ -40,11 +41,12 @@ from boundlab.probe.runner import ProbeResult, probe_model
 from boundlab.probe.rng import isolated_rng
 from boundlab.probe.spec import ProbeSpec
 from boundlab.probe.store import Store
+from boundlab.probe.views import add_views
 from boundlab.rundir import (BOUNDARY_CSV, BOUNDARY_GROUPS_CSV, BOUNDARY_PNG, ENTROPY_PNG,
                              PASSK_BY_STEP_PNG, PROBES_FILE)
 from boundlab.rundir.io import append_jsonl, atomic_write_text, read_jsonl, write_jsonl
 from boundlab.tasks.base import Task
-from boundlab.tracking.names import PROBE, PROBE_STEP, TRAIN_STEP, metric_key
+from boundlab.tracking.names import PROBE, PROBE_STEP, PROBE_TIER, TRAIN_STEP, metric_key, tier_prefix
 
 
 def build_tracker(run_dir: Path, task: Task, store: Store, verifier: Any, logger: Any,
@@ -71,9 +73,14 @@ class BoundaryTracker:
         # Wall seconds this process spent probing (each row's probe_seconds, sampler start-up
         # included): the run's summary sets it against the process's wall time.
         self.seconds_this_process = 0.0
+        # The KL view (boundlab.probe.kl_view): the base's folder, its scored samples (once), the last value.
+        self._base_dir: str | None = None
+        self._kl_base: Any = None
+        self._kl: Any = None
         self._load_rows()
         if self.logger is not None:
             self.logger.define_step_metric(PROBE, PROBE_STEP)
+            self.logger.define_step_metric(PROBE_TIER, PROBE_STEP)
 
     # -- bookkeeping -----------------------------------------------------------------------
     def _load_rows(self) -> None:
@@ -89,26 +96,53 @@ class BoundaryTracker:
         print(f"[boundlab] {R.probe_line(row)}", flush=True)
 
     # -- probing ---------------------------------------------------------------------------
-    def _probe(self, model_dir: str, name: str, seed: int | None = None) -> ProbeResult:
+    def _probe(self, model_dir: str, name: str, seed: int | None = None, kl: bool = False) -> ProbeResult:
         from boundlab.models import model_fingerprint
 
         with isolated_rng():
             sampler, tok = self.make_sampler(model_dir)
             try:
-                return probe_model(self.task, sampler, self.verifier, self.store,
-                                   model_fingerprint(model_dir, self.store), self.n, self.gen,
-                                   self.seed if seed is None else seed, tok, name,
-                                   self.bootstrap_iters, self.ci, self.progress,
-                                   meta={"path": model_dir}, adaptive=self.spec.adaptive,
-                                   keep_text=self.spec.keep_text)
+                res = probe_model(self.task, sampler, self.verifier, self.store,
+                                  model_fingerprint(model_dir, self.store), self.n, self.gen,
+                                  self.seed if seed is None else seed, tok, name,
+                                  self.bootstrap_iters, self.ci, self.progress,
+                                  meta={"path": model_dir}, adaptive=self.spec.adaptive,
+                                  keep_text=self.spec.keep_text)
+                if kl:
+                    self._kl = self._kl_view(sampler, tok)
+                return res
             finally:
                 sampler.close()
+
+    def _kl_view(self, sampler: Any, tok: Any) -> Any:
+        """KL(base || this model) on the base's stored samples (boundlab.probe.kl_view); None when the
+        view is off, the sampler holds no local model (vLLM, scripted) or top-p truncates."""
+        from boundlab.probe import kl_view as K
+
+        model = getattr(sampler, "model", None)
+        if (self.spec.kl_samples <= 0 or model is None or tok is None or self.base is None
+                or self.gen.top_p < 1 or self._base_dir is None):
+            return None
+        if self._kl_base is None:
+            samples = K.base_samples(self.store, self.base.key, self.task, tok, self.spec.kl_samples)
+            base_sampler, _ = self.make_sampler(self._base_dir)
+            try:
+                pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+                logp = K.sequence_logprobs(base_sampler.model, samples.prompt_ids, samples.completion_ids,
+                                           self.gen.temperature, pad)
+            finally:
+                base_sampler.close()
+            self._kl_base = (samples, logp)
+        samples, logp = self._kl_base
+        return K.kl_from_base(logp, model, tok, samples, self.gen.temperature)
 
     def probe_base(self, model_dir: str, name: str = "base") -> ProbeResult:
         """Probe the base (read back from the store when done before), then the null if asked."""
         t0 = time.time()
+        self._base_dir = model_dir
         self.base = self._probe(model_dir, name)
         row = self._row(0, self.base, "base", time.time() - t0, self.seed)
+        row["kl_from_base"] = 0.0
         old = next((r for r in self.rows if r.get("kind") == "base"), None)
         if old is None:
             self._append_row(row)
@@ -134,6 +168,7 @@ class BoundaryTracker:
         if res.key == self.base.key:
             raise RuntimeError("the null probe has the base probe's key: its seed is not in the key")
         row = self._row(0, res, "null", time.time() - t0, self.spec.null_seed)
+        row["kl_from_base"] = 0.0  # the same model
         R.add_comparison(row, self.base, res, self.groups, self.bootstrap_iters, self.ci)
         self._append_row(row)
         self._log(row)
@@ -145,9 +180,17 @@ class BoundaryTracker:
         if self.base is None:
             raise RuntimeError("probe the base model first")
         t0 = time.time()
-        res = self._probe(ckpt_dir, f"step {step}")
+        self._kl = None
+        res = self._probe(ckpt_dir, f"step {step}", kl=True)
         row = self._row(step, res, "checkpoint", time.time() - t0, self.seed)
+        if self._kl is not None:
+            row.update(kl_from_base=round(self._kl.value, 6), kl_from_base_se=round(self._kl.se, 6),
+                       kl_samples=self._kl.samples, kl_skipped=self._kl.skipped)
         R.add_comparison(row, self.base, res, self.groups, self.bootstrap_iters, self.ci)
+        unlike = store_differences(self.store, self.base.key, res.key)  # boundlab.probe.alike
+        if unlike:
+            row["unlike_base"] = unlike
+            print(f"[boundlab] warning: {alike_note(f'step {step}', 'the base', unlike)}", flush=True)
         row["alarm"] = shrinkage(row, _null_row(self.rows))
         self.results[step] = res
         self._append_row(row)
@@ -161,6 +204,7 @@ class BoundaryTracker:
         self.seconds_this_process += seconds
         row = R.probe_row(step, kind, res, seed, seconds, self.groups, self.task.group_by, self.ci,
                           self.bootstrap_iters)
+        add_views(row, self.store, res, self.spec.gpass_tau, self.groups)
         if res.answers is not None:
             # Answer format per probe: a "shrinkage" that is really a change of format (or a
             # length limit) shows here. Printed too, so no probe's truncation goes unseen.
@@ -184,10 +228,15 @@ class BoundaryTracker:
             self.logger.log(m)
             return
         m.update(_probe_metrics(row))
+        if base_curve is not None:
+            # The base as its own series at every probe step: each chart has the base beside it.
+            m.update(_base_series(base, len(row["curve"])))
         if row["kind"] == "checkpoint":
             m.update(_compared_metrics(row, PROBE, base_curve))
             if "alarm" in row:  # rows from before the alarm existed have none
                 m[metric_key(PROBE, "alarm")] = len(row["alarm"])
+            if row.get("unlike_base"):  # the delta above is against a base probed otherwise
+                m[metric_key(PROBE, "unlike_base")] = len(row["unlike_base"])
         self.logger.log(m)
         curve, kmax = row["curve"], len(row["curve"])
         if base is not None:
@@ -198,12 +247,32 @@ class BoundaryTracker:
                                       series,
                                       title=f"{row['metric']} pass@k at step {step} vs base",
                                       xname="k", step_metrics={PROBE_STEP: step})
+        self._log_curves_by_log_k(row, step)
         png = self.run_dir / BOUNDARY_PNG
         if png.exists():
             self.logger.log_image(metric_key(PROBE, "boundary"), png, extra={PROBE_STEP: step})
         png = self.run_dir / ENTROPY_PNG
         if png.exists():
             self.logger.log_image(metric_key(PROBE, "entropy", "plot"), png, extra={PROBE_STEP: step})
+
+    def _log_curves_by_log_k(self, row: dict[str, Any], step: int) -> None:
+        """pass@k against log2 k for the base and every checkpoint probed so far: a table
+        (`probe/curves_table`: model, step, k, log2_k, pass@k at k = 1, 2, 4, ..., n) and a line chart
+        on a log-k axis (`probe/curves_log_k`), re-logged at each probe with every curve to date."""
+        rows = [r for r in R.ordered(self.rows) if r["kind"] in ("base", "checkpoint")
+                and r["metric"] == row["metric"]]
+        if not rows:
+            return
+        kmax = min(len(r["curve"]) for r in rows)
+        ks = powers_of_two(kmax)
+        label = lambda r: "base" if r["kind"] == "base" else f"step {r['step']}"  # noqa: E731
+        table = [[label(r), int(r["step"]), k, math.log2(k), r["curve"][k - 1]] for r in rows for k in ks]
+        self.logger.log_table(metric_key(PROBE, "curves_table"), ["model", "step", "k", "log2_k", "pass@k"],
+                              table, extra={PROBE_STEP: step})
+        self.logger.log_line_plot(metric_key(PROBE, "curves_log_k"), [math.log2(k) for k in ks],
+                                  {label(r): [r["curve"][k - 1] for k in ks] for r in rows},
+                                  title=f"{row['metric']} pass@k against log2 k: base and every checkpoint",
+                                  xname="log2 k", step_metrics={PROBE_STEP: step})
 
     def relog_missing(self, logged_steps: set[int], null_logged: bool = True) -> list[int]:
         """Re-log finished probes that the W&B run does not hold (lost in a hard kill). The null
@@ -261,6 +330,12 @@ def _series(base: dict[str, Any], ck: list[dict[str, Any]], null: dict[str, Any]
            "pass@n": [b["pass@n"]] + [g["pass@n"] for _, g in pts], "base_pass@1": b["pass@1"],
            "base_pass@n": b["pass@n"], "saturated": bool(b.get("saturated")),
            "problems": b.get("problems")}
+    for key in ("pass@1", "pass@n"):  # each point's interval (rows without one: the point alone)
+        lo, hi = f"{key}_ci_low", f"{key}_ci_high"
+        out[f"{key}_ci"] = [(g.get(lo, g[key]), g.get(hi, g[key])) for g in [b] + [g for _, g in pts]]
+    # Steps where the boundary alarm fired on this panel's scope (all problems, or this group).
+    scope = "all" if tag is None else str(tag)
+    out["alarm_steps"] = [r["step"] for r in ck if any(a.get("scope") == scope for a in (r.get("alarm") or []))]
     g = pick(null) if null is not None else None
     if g is not None:
         out["null_pass@1"], out["null_pass@n"] = g["pass@1"], g["pass@n"]
@@ -299,17 +374,41 @@ def _probe_metrics(row: dict[str, Any]) -> dict[str, Any]:
         if row.get(share) is not None:
             m[metric_key(PROBE, share)] = row[share]
     m.update(_entropy_metrics(row, PROBE))
+    m.update(_view_metrics(row, PROBE))
+    if row.get("kl_from_base") is not None:
+        m[metric_key(PROBE, "kl_from_base")] = row["kl_from_base"]
     metric = row.get("metric", "answer")
     for tag, g in _tagged(row):
         gk = len(g["curve"])
         for k in powers_of_two(gk):
-            m[metric_key(PROBE, tag, metric, f"pass@{k}")] = g["curve"][k - 1]
-        m[metric_key(PROBE, tag, metric, "pass@n")] = g["pass@n"]
-        m[metric_key(PROBE, tag, metric, "saturated")] = int(bool(g.get("saturated")))
+            m[metric_key(PROBE_TIER, tag, metric, f"pass@{k}")] = g["curve"][k - 1]
+        m[metric_key(PROBE_TIER, tag, metric, "pass@n")] = g["pass@n"]
+        m[metric_key(PROBE_TIER, tag, metric, "saturated")] = int(bool(g.get("saturated")))
         if metric == "strict":
-            m[metric_key(PROBE, tag, "answer", "pass@1")] = g["answer_pass@1"]
-            m[metric_key(PROBE, tag, "answer", "pass@n")] = g["answer_pass@n"]
-        m.update(_entropy_metrics(g, metric_key(PROBE, tag)))
+            m[metric_key(PROBE_TIER, tag, "answer", "pass@1")] = g["answer_pass@1"]
+            m[metric_key(PROBE_TIER, tag, "answer", "pass@n")] = g["answer_pass@n"]
+        m.update(_entropy_metrics(g, metric_key(PROBE_TIER, tag)))
+        m.update(_view_metrics(g, metric_key(PROBE_TIER, tag)))
+    return m
+
+
+def _base_series(base: dict[str, Any], kmax: int) -> dict[str, Any]:
+    """`probe/base/pass@k` (powers of two up to kmax) and `probe/base/pass@n` from the base row."""
+    m = {metric_key(PROBE, "base", f"pass@{k}"): base["curve"][k - 1]
+         for k in powers_of_two(min(kmax, len(base["curve"])))}
+    m[metric_key(PROBE, "base", "pass@n")] = base["curve"][min(kmax, len(base["curve"])) - 1]
+    return m
+
+
+def _view_metrics(row: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """`<prefix>/diversity/<name>` and `<prefix>/gpass@k` where the row has them (boundlab.probe.views)."""
+    m: dict[str, Any] = {}
+    for name in ("distinct_answers", "answer_entropy", "top_answer_share", "no_answer_share"):
+        if row.get(name) is not None:
+            m[metric_key(prefix, "diversity", name)] = row[name]
+    for k, v in row.items():
+        if k.startswith("gpass@") and v is not None:
+            m[metric_key(prefix, k)] = v
     return m
 
 
@@ -351,8 +450,8 @@ def _compared_metrics(row: dict[str, Any], prefix: str,
     for tag, g in _tagged(row):
         for t in ("1", "n"):
             if f"delta_pass@{t}" in g:
-                m[metric_key(prefix, tag, metric, "delta", f"pass@{t}")] = g[f"delta_pass@{t}"]
+                m[metric_key(tier_prefix(prefix), tag, metric, "delta", f"pass@{t}")] = g[f"delta_pass@{t}"]
         for k in ("lost", "gained"):
             if k in g:
-                m[metric_key(prefix, tag, metric, k)] = g[k]
+                m[metric_key(tier_prefix(prefix), tag, metric, k)] = g[k]
     return m

@@ -16,13 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from boundlab.config import lift_flat_option_keys, to_dict, with_updates
+from boundlab.errors import UserError
 from boundlab.rundir import CHECKPOINTS_DIR, DONE_MARKER, HYDRA_CONFIG, RUN_INFO
 
 
 def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = None,
-          sampler_cfg: Any = None) -> list[dict[str, Any]]:
+          sampler_cfg: Any = None, start_timeout_s: float | None = None) -> list[dict[str, Any]]:
     """Probe RUN_DIR's checkpoints. `sampler_cfg` (the worker's own `sampler` group) replaces the
-    training run's: the worker may sample with vLLM on its own GPU while training used HF."""
+    training run's: the worker may sample with vLLM on its own GPU while training used HF.
+    `start_timeout_s`: how long RUN_DIR may take to become a training run (its .hydra/config.yaml,
+    then run_info.json) before the watcher gives up in one line (None = never)."""
     from omegaconf import OmegaConf
 
     from boundlab.boundary.alarm import best_boundary_path
@@ -38,13 +41,16 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
 
     run_dir = Path(run_dir)
     cfg_file = run_dir / HYDRA_CONFIG
-    if not cfg_file.is_file():
-        raise FileNotFoundError(f"watch={run_dir}: not a training run dir (no {HYDRA_CONFIG})")
+    limit = _first_limit(start_timeout_s, timeout_s)
+    _wait_for_config(run_dir, poll_s, limit, start_timeout_s is not None)
     cfg = lift_flat_option_keys(OmegaConf.load(cfg_file))  # run dirs from before verify.math etc.
+    if "train" not in cfg or "algo" not in cfg:  # a probe.py or report.py dir never becomes one
+        raise NotATrainingRun(f"watch={run_dir}: {cfg_file} is not a train.py config (a probe.py or "
+                              f"report.py output dir?); point watch= at a training run dir")
     if sampler_cfg is not None:
         cfg.sampler = sampler_cfg
     set_threads(cfg.sampler.torch_threads)
-    _wait_for_run_info(run_dir, poll_s, timeout_s)
+    _wait_for_run_info(run_dir, poll_s, limit)
     info = read_json(run_dir / RUN_INFO, {}, "the training run's W&B run id")
     task = load_task(cfg)
     store = Store(cfg.store.path)
@@ -83,6 +89,34 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
         store.close()
 
 
+class NotATrainingRun(UserError, TimeoutError):
+    """The watched folder is not, and did not become, a training run (one line, exit 2)."""
+
+
+def _first_limit(*limits: float | None) -> float | None:
+    given = [t for t in limits if t is not None]
+    return min(given) if given else None
+
+
+def _wait_for_config(run_dir: Path, poll_s: float, timeout_s: float | None, counted: bool) -> None:
+    """A watcher may be started before its training job (another SLURM job still queued): wait for
+    the run's config to appear, up to `timeout_s`, then give up in one line. Without a limit a
+    missing folder is refused at once, as before (nothing says it will ever become a run)."""
+    cfg_file = run_dir / HYDRA_CONFIG
+    start, said = time.time(), False
+    while not cfg_file.is_file():
+        waited = time.time() - start
+        if timeout_s is None or waited > timeout_s:
+            after = f" after {timeout_s:g} s (watch_start_timeout_s)" if counted and timeout_s is not None else ""
+            raise NotATrainingRun(f"watch={run_dir}: not a training run dir (no {HYDRA_CONFIG}){after}; "
+                                  f"point watch= at the run dir train.py writes")
+        if not said:
+            print(f"[boundlab] waiting for {cfg_file} (not a training run yet; giving up after "
+                  f"{timeout_s:g} s)", flush=True)
+            said = True
+        time.sleep(min(poll_s, 1.0))
+
+
 def _wait_for_run_info(run_dir: Path, poll_s: float, timeout_s: float | None) -> None:
     """A watcher started beside `train.py` can get there before training has opened its W&B run.
     Reading run_info.json then would log the probes into a W&B run of their own, silently: wait
@@ -90,7 +124,7 @@ def _wait_for_run_info(run_dir: Path, poll_s: float, timeout_s: float | None) ->
     start, said = time.time(), False
     while not (run_dir / RUN_INFO).is_file():
         if timeout_s is not None and time.time() - start > timeout_s:
-            raise TimeoutError(f"watch={run_dir}: training wrote no {RUN_INFO} within {timeout_s:.0f} s "
+            raise NotATrainingRun(f"watch={run_dir}: training wrote no {RUN_INFO} within {timeout_s:g} s "
                                "(it names the W&B run to log into); is the training run alive?")
         if not said:
             print(f"[boundlab] waiting for {run_dir / RUN_INFO} (training has not opened its W&B run yet)",

@@ -107,7 +107,13 @@ class ProbeSettings:
     bootstrap_iters: int = 1000
     # Confidence level of the intervals.
     ci: float = 0.95
-    # Adaptive probing (README "Adaptive probing"): n0 samples per problem, then rounds doubling n
+    # G-Pass@k's tau (boundlab.probe.gpass): the share of k samples that must be right; 0 < tau <= 1.
+    # A view beside pass@k (boundary.csv's gpass@k columns), not part of the probe key.
+    gpass_tau: float = 0.5
+    # KL(base || model) at every checkpoint (boundlab.probe.kl_view), estimated on this many of the
+    # base's stored samples per problem (no new sampling); 0 = off. A view, not part of the probe key.
+    kl_samples: int = 8
+    # Adaptive probing (docs/adaptive.md): n0 samples per problem, then rounds doubling n
     # up to probe.n only for problems whose pass@k (k > n0) is not yet certified within epsilon.
     adaptive: bool = False
     # First-round samples of every problem; pass@k for k <= n0 reads only these (exactly unbiased).
@@ -144,7 +150,9 @@ class HFSamplerConfig:
     """`sampler.hf`: what only the hf sampler reads."""
     # auto: the compact decoder (boundlab.sampling.compact) for a float32 Llama on CPU, transformers
     # generate otherwise; generate: always transformers generate. The two draw different samples
-    # from the same distribution; the probe key records the compact one.
+    # from the same distribution; the probe key records the compact one. compact-cb: the compact
+    # decoder with continuous batching (boundlab.sampling.refill: ended rows refilled from a queue
+    # across problems, per-row random streams), float32 Llama on CPU only; keyed as its own engine.
     engine: str = "auto"
     # Record each sample's mean per-token entropy (after temperature and top-p) from the logits
     # already computed; it changes no sample, so it is not part of the probe key.
@@ -152,8 +160,19 @@ class HFSamplerConfig:
 
 
 @dataclass
+class PowerSamplerConfig:
+    """`sampler.power`: what only the power sampler reads (boundlab.sampling.power)."""
+    # The sharpening exponent: samples target p(y)^alpha over whole completions, p the base at
+    # probe.temperature; 1 = the base itself. Part of the probe key.
+    alpha: float = 4.0
+    # Metropolis-Hastings steps per sample (each resamples a suffix at temperature T / alpha);
+    # 0 = plain samples at T / alpha, the token-level baseline. Part of the probe key.
+    mcmc_steps: int = 8
+
+
+@dataclass
 class SamplerConfig:
-    # hf (transformers generate, CPU or GPU) or vllm (GPU).
+    # hf (transformers generate, CPU or GPU), vllm (GPU) or power (p^alpha by MCMC on the hf model).
     name: str = "hf"
     # Rows (prompt x sample) per generate call.
     batch_size: int = 64
@@ -165,6 +184,8 @@ class SamplerConfig:
     hf: HFSamplerConfig = field(default_factory=HFSamplerConfig)
     # vLLM's own settings (read by sampler=vllm only).
     vllm: VLLMSamplerConfig = field(default_factory=VLLMSamplerConfig)
+    # The power sampler's own settings (read by sampler=power only).
+    power: PowerSamplerConfig = field(default_factory=PowerSamplerConfig)
 
 
 @dataclass
@@ -232,6 +253,9 @@ class CodeVerifyConfig:
     memory_mb: int = 1024
     # Run without bubblewrap isolation (loudly warned; never chosen silently).
     allow_weak_isolation: bool = False
+    # Run when another confinement layer (seccomp; cgroups as root) cannot be set up (logged;
+    # without it such a run is refused in one line). See boundlab.sandbox.layers.
+    allow_weaker: bool = False
 
 
 @dataclass
@@ -319,6 +343,10 @@ class MatchEntropyConfig:
     steps: int = 6
     # Stop once the entropy is within this fraction of the base's.
     tol: float = 0.02
+    # What entropy is matched: `all` (the mean per-token entropy of every token, as stored) or
+    # `decision` (toy2 only: the mean over the tokens where a trace chooses its strategy,
+    # boundlab.probe.decision_entropy, recomputed under each model at each temperature tried).
+    tokens: str = "all"
 
 
 @dataclass
@@ -334,5 +362,9 @@ class ProbeMain(ProbingMain):
     watch_poll_s: float = 10.0
     # Seconds after which the watcher gives up (null = never).
     watch_timeout_s: Optional[float] = None
+    # Seconds the watched folder may take to become a training run (its .hydra/config.yaml, then
+    # run_info.json) before the watcher gives up in one line; null = never (a missing folder is then
+    # refused at once).
+    watch_start_timeout_s: Optional[float] = 3600.0
     # The temperature control: match a model's sampling entropy to a base's, then probe both.
     match_entropy: MatchEntropyConfig = field(default_factory=MatchEntropyConfig)

@@ -55,7 +55,7 @@ class GRPOFamilyConfig(PolicyGradientConfig):
 @dataclass
 class OnPolicyConfig(PolicyGradientConfig):
     """`algo.onpolicy`: read by ppo, reinforce_pp, reinforce_pp_baseline, remax, dapo, passk_grpo,
-    weighted_reinforce and nsr (boundlab's OnPolicyTrainer)."""
+    weighted_reinforce, nsr and pkpo (boundlab's OnPolicyTrainer)."""
     # DAPO: drop groups whose rewards are all equal and refill the batch with groups that carry signal.
     dynamic_sampling: bool = False
     # DAPO: most extra generation rounds spent refilling the batch after dynamic sampling; then it
@@ -78,6 +78,8 @@ class OnPolicyConfig(PolicyGradientConfig):
     critic: CriticConfig = field(default_factory=CriticConfig)
     # passk_grpo: k of the group's pass@k reward (1 <= k < algo.rollouts: at k = rollouts no signal).
     passk_k: int = 4
+    # pkpo: k at the last step, annealed linearly from passk_k (None: k stays passk_k).
+    passk_k_final: Optional[int] = None
     # weighted_reinforce: the weight of correct samples (wrong ones get -1); 0 = pure NSR (algo=nsr).
     positive_weight: float = 0.1
 
@@ -111,7 +113,7 @@ class AlgoConfig:
     present whatever the algorithm (so one `debug`/`experiment` file can set any of them); the
     algorithm's `family` (boundlab.algos) says which block it reads."""
     # Registry name: grpo, dr_grpo, dapo, rloo, reinforce_pp, reinforce_pp_baseline, remax, ppo,
-    # passk_grpo, weighted_reinforce, nsr, sft_distill, onpolicy_distill.
+    # passk_grpo, pkpo, weighted_reinforce, nsr, sft_distill, onpolicy_distill.
     name: str = "grpo"
     # Optimizer step size. TRL's GRPO default (1e-6) is far too small for the toy model.
     learning_rate: float = 2e-4
@@ -262,6 +264,12 @@ class TrainLoop:
     train_split: str = "train"
     # Train on the first N problems of that split only (null = all).
     train_limit: Optional[int] = None
+    # ProRL's hard reset: every N optimizer steps the KL reference becomes the current policy and the
+    # optimizer state is cleared (boundlab.algos.resets; needs kl.coef > 0). 0 = never.
+    ref_reset_every: int = 0
+    # Start training from these weights instead of the base's: a checkpoint folder or a run dir (its
+    # latest complete checkpoint); probes still compare with the base (boundlab.training.init_from).
+    init_from: Optional[str] = None
 
 
 @dataclass

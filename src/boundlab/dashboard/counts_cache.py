@@ -16,7 +16,10 @@ being written) therefore gets no help from the file: its counts are read from th
 and cached in memory by `Index`.
 
 Cache files that cannot be read or written (a read-only home, a corrupt file) are skipped with one
-line on stderr: the store stays the source of truth.
+line on stderr: the store stays the source of truth. The counts decide what the map shows, so the
+file is checked against its content, never trusted for its name and stamp: it carries the sha256 of
+its own payload, and every entry must be well formed (a problem id, 0 <= c <= n <= the entry's n, 0 <=
+c_strict <= n). A file that fails either check is ignored whole, in one line, and the store is counted.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from pathlib import Path
 
 from boundlab.probe.store import ProblemCounts
 
-VERSION = 1
+VERSION = 2  # 2: the file carries the sha256 of its payload
 # At most one rewrite of the file this often (seconds) while counts arrive one probe at a time;
 # `flush()` writes what is left.
 WRITE_EVERY = 2.0
@@ -59,6 +62,30 @@ def store_stamp(path: Path) -> list[int] | None:
     except OSError:
         pass
     return out
+
+
+def _digest(payload: dict) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _damage(raw: dict) -> str | None:
+    """Why a loaded counts file cannot be used (None: it can): its digest, then every entry."""
+    payload = {k: v for k, v in raw.items() if k != "sha256"}
+    if raw.get("sha256") != _digest(payload):
+        return "its sha256 does not match its content"
+    counts = raw.get("counts")
+    if not isinstance(counts, dict):
+        return "no counts object"
+    for key, rows in counts.items():
+        probe, sep, n = key.rpartition("|")
+        if not sep or not probe or not n.isdigit() or not isinstance(rows, list):
+            return f"a malformed entry {key[:60]!r}"
+        for r in rows:
+            ok = (isinstance(r, list) and len(r) == 4 and isinstance(r[0], str)
+                  and all(type(x) is int for x in r[1:3]) and (r[3] is None or type(r[3]) is int))
+            if not ok or not (0 <= r[2] <= r[1] <= int(n)) or (r[3] is not None and not 0 <= r[3] <= r[1]):
+                return f"a malformed row in entry {key[:60]!r}"
+    return None
 
 
 class CountsCache:
@@ -92,7 +119,12 @@ class CountsCache:
             return
         if (isinstance(raw, dict) and raw.get("version") == VERSION and raw.get("store") == str(self.store_path)
                 and raw.get("stamp") == self._stamp and self._stamp is not None):
-            self._entries = raw.get("counts") or {}
+            why = _damage(raw)
+            if why is not None:
+                print(f"[boundlab] dashboard: ignoring the counts index {self.file} ({why}); the store is "
+                      f"counted again", file=sys.stderr, flush=True)
+                return
+            self._entries = raw["counts"]
 
     def _fresh(self) -> bool:
         """True while the store is as it was when the entries were read or counted; a changed
@@ -136,8 +168,9 @@ class CountsCache:
         with self._lock:
             if not self._dirty or self._broken:
                 return
-            blob = json.dumps({"version": VERSION, "store": str(self.store_path), "stamp": self._stamp,
-                               "counts": self._entries}, separators=(",", ":"))
+            payload = {"version": VERSION, "store": str(self.store_path), "stamp": self._stamp,
+                       "counts": self._entries}
+            blob = json.dumps({**payload, "sha256": _digest(payload)}, separators=(",", ":"))
             self._dirty = False
             self._written = time.monotonic()
         tmp = self.file.with_name(f"{self.file.name}.{os.getpid()}.{threading.get_ident()}.tmp")

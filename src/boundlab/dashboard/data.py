@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from boundlab.probe.alike import store_differences
 from boundlab.dashboard.index import Index, RunEntry
 from boundlab.probe.estimator import pass_at_k_matrix, pass_at_k_table
 from boundlab.probe.store import ProblemCounts
@@ -22,7 +23,7 @@ PAGE = 20
 _FIELDS = ["step", "kind", "metric", "n", "problems", "pass@1", "pass@1_ci_low", "pass@1_ci_high",
            "pass@n", "pass@n_ci_low", "pass@n_ci_high", "solvable", "lost", "gained", "crossing_k",
            "crossing_k_ci_low", "crossing_k_ci_high", "crossing_share", "delta_pass@1",
-           "delta_pass@n", "saturated", "curve", "group_by", "groups", "seed"]
+           "delta_pass@n", "saturated", "curve", "group_by", "groups", "seed", "unlike_base"]
 
 
 def _clean(v: Any) -> Any:
@@ -112,10 +113,16 @@ def problem_map(index: Index, run: RunEntry) -> dict[str, Any]:
             cells.append(None if pc is None else [_c(pc, r["metric"]), pc.n])
         cols.append({"index": i, "kind": r["kind"], "step": r["step"], "cells": cells})
     base = next((c for c in cols if c["kind"] == "base"), None)
-    for col in cols:
+    store = index.store(run)
+    base_key = next((r.get("probe_key") for r in run.rows if r["kind"] == "base"), None)
+    for col, r in zip(cols, run.rows):
         col["lost"], col["gained"] = [], []
         if base is None or col is base:
             continue
+        # Lost/gained against a base probed otherwise: named on the column (boundlab.probe.alike).
+        col["unlike_base"] = (store_differences(store, base_key, r["probe_key"])
+                              if store is not None and base_key and r.get("probe_key") else
+                              r.get("unlike_base", []))
         for j, (b, x) in enumerate(zip(base["cells"], col["cells"])):
             if b is None or x is None:
                 continue
@@ -168,6 +175,10 @@ def sweep(index: Index) -> dict[str, Any]:
              "pass@1": [x["pass@1"] for x in r.rows if x["kind"] == "checkpoint"],
              "pass@n": [x["pass@n"] for x in r.rows if x["kind"] == "checkpoint"],
              "base": _clean({k: r.base.get(k) for k in ("pass@1", "pass@n", "n")}) if r.base else None,
-             "last_curve": next((x["curve"] for x in reversed(r.rows) if x["kind"] == "checkpoint"), None)}
+             "last_curve": next((x["curve"] for x in reversed(r.rows) if x["kind"] == "checkpoint"), None),
+             # the base's own curve, to read each last checkpoint against (runs sharing a base
+             # share its probe key, and the page draws it once)
+             "base_curve": r.base.get("curve") if r.base else None,
+             "base_key": r.base.get("probe_key") if r.base else None}
             for r in runs]})
     return {"sweeps": out}

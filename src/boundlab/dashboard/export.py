@@ -13,10 +13,17 @@ from boundlab.dashboard.index import Index
 from boundlab.dashboard.server import PLOTLY_META, PLOTLY_PRELOAD, plotly_js_path, static_text
 
 
-def _json_for_script(obj) -> str:
-    # Inside <script>, "</" could close the element early (a problem id or label holding
-    # "</script>"): JSON allows "<\/" for the same string.
-    return json.dumps(obj, allow_nan=False).replace("</", "<\\/")
+# Inside <script>, HTML's tokenizer still reads "</script" (ends the element), "<!--" followed by
+# "<script" (the double-escaped state, where the real "</script>" no longer ends it) and, in older
+# parsers, U+2028/U+2029 as line ends in a JS string. Writing every "<", ">" and "&" (and the two
+# separators) as a JSON \u escape leaves the same string to JSON.parse and to JavaScript, and none of
+# those sequences in the page: no run name, problem text or completion can change its structure.
+_SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def json_for_script(obj) -> str:
+    text = json.dumps(obj, allow_nan=False)
+    return text.translate(str.maketrans(_SCRIPT_ESCAPES))
 
 
 def payload(index: Index) -> dict:
@@ -48,7 +55,7 @@ def export(index: Index, out: str | Path) -> Path:
     if "plotly.min.js" in head:
         raise RuntimeError("static/index.html names plotly.min.js in a way the export does not know")
     scripts = (f"<script>{plotly}</script>\n"
-               f"<script>window.BOUNDLAB_STATIC = {_json_for_script(payload(index))};</script>\n"
+               f"<script>window.BOUNDLAB_STATIC = {json_for_script(payload(index))};</script>\n"
                f"<script>{static_text('app.js')}</script>\n")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(head + scripts + tail, encoding="utf-8")

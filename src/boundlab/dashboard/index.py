@@ -247,6 +247,15 @@ class Index:
             self._counts[ck] = {pc.problem_id: pc for pc in got}
             return self._counts[ck] or None
 
+    def close(self) -> None:
+        """Write the counts index and close every store (a read-only store then removes the -wal/-shm
+        its open made: boundlab.probe.store_ro)."""
+        self.flush()
+        with self._lock:
+            stores, self._stores = list(self._stores.values()), {}
+        for st in stores:
+            st.close()
+
     def counts_file(self, st: Store) -> CountsCache:
         with self._lock:
             if st.path not in self._files:

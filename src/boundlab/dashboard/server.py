@@ -72,9 +72,17 @@ def check_host(host: str, allow_remote: bool) -> None:
                          f"file names to anyone who can reach it; pass --allow-remote to bind it anyway")
 
 
-def make_app(index: Index):
+# The names a browser on this machine uses to reach a loopback server (ports are ignored). Any other
+# `Host` is refused with 400 before a route runs: a web page that points its own domain name at
+# 127.0.0.1 (DNS rebinding) would otherwise read the runs and samples as same-origin.
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+
+
+def make_app(index: Index, allow_remote: bool = False):
     try:
         from starlette.applications import Starlette
+        from starlette.middleware import Middleware
+        from starlette.middleware.trustedhost import TrustedHostMiddleware
         from starlette.responses import FileResponse, JSONResponse, Response
         from starlette.routing import Route
     except ImportError:
@@ -139,7 +147,11 @@ def make_app(index: Index):
         Route("/api/run/{rid}/problem/{p}",
               api(lambda rid, p, probe=0, page=0: data.samples_page(index, index.run(rid), p, probe, page))),
     ]
-    return Starlette(routes=routes)
+    # `--allow-remote` serves whatever name the remote user reaches this host by, which cannot be
+    # known here; without it only the loopback names pass.
+    hosts = ["*"] if allow_remote else list(LOOPBACK_HOSTS)
+    return Starlette(routes=routes,
+                     middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False)])
 
 
 def serve(index: Index, host: str = "127.0.0.1", port: int = 8050, allow_remote: bool = False) -> None:
@@ -152,4 +164,7 @@ def serve(index: Index, host: str = "127.0.0.1", port: int = 8050, allow_remote:
     threading.Thread(target=index.prewarm, name="dashboard-prewarm", daemon=True).start()
 
     print(f"[boundlab] dashboard on http://{host}:{port}/ over {len(index.runs)} run dir(s)", flush=True)
-    uvicorn.run(make_app(index), host=host, port=port, log_level="warning")
+    try:
+        uvicorn.run(make_app(index, allow_remote), host=host, port=port, log_level="warning")
+    finally:
+        index.close()

@@ -3,7 +3,7 @@
 Where the verifier checks traces (`c_strict`), strict pass@k is the headline: the console leads with
 it and `probe/pass@k` holds it; answer-only pass@k sits beside it (`probe/answer/pass@k`, the
 `answer-only` column) with the gap. passk.csv stays answer-only and passk_strict.csv strict, as
-before. With `task.group_by`, the summary and W&B (`probe/<tag>/<metric>/pass@k`) break down by tag. With `match_entropy.of=BASE_DIR` it runs the temperature control instead
+before. With `task.group_by`, the summary and W&B (`probe_tier/<tag>/<metric>/pass@k`) break down by tag. With `match_entropy.of=BASE_DIR` it runs the temperature control instead
 (`boundlab.probe.entropy_match`).
 """
 
@@ -24,7 +24,7 @@ from boundlab.probe.runner import (ProbeResult, export_prompts, probe_model, sco
 from boundlab.probe.spec import gen_settings, load_task, set_threads  # noqa: F401 - used by report
 from boundlab.probe.store import Store
 from boundlab.tasks import Task
-from boundlab.tracking.names import PROBE, PROBE_STEP, metric_key, passk_key
+from boundlab.tracking.names import PROBE, PROBE_STEP, metric_key, passk_key, tier_prefix
 
 
 def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
@@ -35,6 +35,11 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
     task = load_task(cfg)
 
     if cfg.export:
+        from boundlab.rundir.owner import refuse_overwrite
+
+        # The task's own file (a jsonl task), the samples file, the store: never the export's target.
+        refuse_overwrite(cfg.export, [("task.path", getattr(cfg.task, "path", None)),
+                                      ("samples", cfg.samples), ("store.path", cfg.store.path)], "export")
         tok = None
         if task.chat and (cfg.model.path or cfg.model.gguf_package):
             from boundlab.models import load_processor, load_tokenizer
@@ -227,16 +232,17 @@ def passk_metrics(result: ProbeResult, prefix: str = PROBE,
     for tag, g in (groups or {}).items():
         tag = str(tag).replace("/", "_")
         for k in powers_of_two(len(g["curve"])):
-            m[metric_key(prefix, tag, metric, f"pass@{k}")] = g["curve"][k - 1]
-        m[metric_key(prefix, tag, metric, "saturated")] = int(g["saturated"])
+            m[metric_key(tier_prefix(prefix), tag, metric, f"pass@{k}")] = g["curve"][k - 1]
+        m[metric_key(tier_prefix(prefix), tag, metric, "saturated")] = int(g["saturated"])
         if g.get("entropy_mean") is not None:
-            m[metric_key(prefix, tag, "entropy", "mean")] = g["entropy_mean"]
+            m[metric_key(tier_prefix(prefix), tag, "entropy", "mean")] = g["entropy_mean"]
     return m
 
 
 def log_probe(logger: Any, result: ProbeResult, step: int, run_dir: Path, task: Task | None = None,
               ci: float = 0.95) -> None:
     logger.define_step_metric(PROBE, PROBE_STEP)
+    logger.define_step_metric(tier_prefix(PROBE), PROBE_STEP)
     metrics = passk_metrics(result, groups=_groups(result, task, ci))
     metrics[PROBE_STEP] = step
     logger.log(metrics)

@@ -24,6 +24,12 @@ Outputs in the run dir: `entropy_match.json` (everything above), `entropy_match.
 of the three probes, headline metric) and `entropy_match.png`; W&B `probe/entropy_match/...`.
 The entropy is a sample's mean per-token entropy at its own sampling temperature and top-p
 (`boundlab.probe.entropy`), so a hotter probe's entropy is measured at the hotter temperature.
+
+`match_entropy.tokens=decision` (toy2) matches the entropy of the *decision tokens* only (where a trace
+chooses its strategy; `boundlab.probe.decision_entropy`): RL's extra entropy can be execution noise
+while its decisions collapse, and matching all tokens would then leave the decisions cold. The
+search subsample's texts are then kept (`keep_text=all`) and scored again under each model at each
+temperature tried; every point's decision/rest split is in `search.splits`.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ from boundlab.rundir.io import dumps as strict_dumps
 from boundlab.tasks import Task
 
 MATCHED, ALREADY, NOT_REACHED, CLOSEST = "matched", "already_at_or_above", "not_reached", "closest"
+# What the search matches (match_entropy.tokens): every token's entropy, or the decision tokens' only.
+ON = ("all", "decision")
 
 
 @dataclass
@@ -125,6 +133,30 @@ def _entropy_of(res: ProbeResult, who: str) -> float:
     return e.mean
 
 
+def _decision_entropy(res: ProbeResult, who: str, task: Task, store: Any, sampler: Any, tok: Any,
+                      t: float, top_p: float, n: int, splits: dict[str, dict[str, Any]],
+                      verifier: Any) -> float:
+    """The probe's pooled decision-token entropy at temperature t, its stored texts scored again
+    under the sampler's model (`boundlab.probe.decision_entropy`); its split goes into `splits`."""
+    from boundlab.probe.decision_entropy import probe_split
+
+    model = getattr(sampler, "model", None)
+    if model is None or not hasattr(model, "parameters"):
+        raise UserError(f"match_entropy.tokens=decision scores the stored samples under the model, and "
+                        f"sampler {getattr(sampler, 'name', '?')} holds none: use sampler=hf")
+    offsets = getattr(verifier, "decision_offsets", None)
+    if offsets is None:
+        raise UserError(f"match_entropy.tokens=decision: verifier {getattr(verifier, 'name', '?')} "
+                        f"defines no decision tokens (toy2's does)")
+    s = probe_split(store, res.key, task, model, tok, t, offsets, top_p, n)
+    if not s.decision_tokens:
+        raise UserError(f"{who}: no decision token in the search subsample's samples (probe "
+                        f"{res.key}); match on decision tokens over tiers that have decisions "
+                        f"(task.tiers=[H1,H2,B3,...]) or use match_entropy.tokens=all")
+    splits[res.key] = {"temperature": t, **s.fields()}
+    return s.decision
+
+
 def _summary(res: ProbeResult, temperature: float) -> dict[str, Any]:
     metric = headline_metric(res)
     cur, c = view(res, metric)
@@ -145,6 +177,12 @@ def run_match(cfg: Any, task: Task, verifier: Any, store: Any, logger_factory: C
     from boundlab.sampling import build_sampler
 
     m = cfg.match_entropy
+    match_on = str(getattr(m, "tokens", "all"))
+    if match_on not in ON:
+        raise UserError(f"match_entropy.tokens={match_on!r}: must be one of {', '.join(ON)}")
+    if match_on == "decision" and task.name != "toy2":
+        raise UserError(f"match_entropy.tokens=decision needs task=toy2 (decision tokens are defined by "
+                        f"its trace grammar), not task={task.name}")
     t0 = _round_t(cfg.probe.temperature)
     t_base = float(m.base_temperature) if m.base_temperature is not None else t0
     base_cfg = OmegaConf.merge(cfg.model, {"path": str(m.of), "gguf_package": None,
@@ -158,26 +196,38 @@ def run_match(cfg: Any, task: Task, verifier: Any, store: Any, logger_factory: C
         tok = load_tokenizer(model_cfg, resolved)
         return build_sampler(model_cfg, cfg.sampler, tokenizer=tok), tok, model_fingerprint(resolved, store)
 
-    def probe(sampler: Any, tok: Any, fp: str, name: str, on: Task, n: int, t: float) -> ProbeResult:
+    def probe(sampler: Any, tok: Any, fp: str, name: str, on: Task, n: int, t: float,
+              keep_text: str | None = None) -> ProbeResult:
         gen = type(gen0)(temperature=t, top_p=gen0.top_p, max_new_tokens=gen0.max_new_tokens,
                          stop=gen0.stop)
         return probe_model(on, sampler, verifier, store, fp, n, gen, cfg.probe.seed, tok,
                            f"{name} T={t:g}", cfg.probe.bootstrap_iters, cfg.probe.ci,
-                           keep_text=cfg.probe.keep_text)
+                           keep_text=keep_text or cfg.probe.keep_text)
+
+    # The search subsample's probes keep every text when the decision-token entropy (which scores
+    # the texts again) is matched.
+    sub_keep = "all" if match_on == "decision" else None
+    splits: dict[str, dict[str, Any]] = {}
+
+    def search_entropy(res: ProbeResult, who: str, sampler: Any, tok: Any, t: float) -> float:
+        if match_on == "all":
+            return _entropy_of(res, who)
+        return _decision_entropy(res, who, sub, store, sampler, tok, t, gen0.top_p, int(m.n), splits,
+                                 verifier)
 
     # The base first (its sampler closed before the checkpoint's opens: one model in memory).
     sampler, tok, fp = open_model(base_cfg)
     try:
-        base_sub = probe(sampler, tok, fp, "base", sub, int(m.n), t_base)
-        target = _entropy_of(base_sub, "the base")
+        base_sub = probe(sampler, tok, fp, "base", sub, int(m.n), t_base, sub_keep)
+        target = search_entropy(base_sub, "the base", sampler, tok, t_base)
         base_full = probe(sampler, tok, fp, "base", task, int(cfg.probe.n), t_base)
     finally:
         sampler.close()
     sampler, tok, fp = open_model(cfg.model)
     try:
         def measure(t: float) -> tuple[float, str]:
-            res = probe(sampler, tok, fp, cfg.model.name, sub, int(m.n), t)
-            return _entropy_of(res, f"{cfg.model.name} at T={t:g}"), res.key
+            res = probe(sampler, tok, fp, cfg.model.name, sub, int(m.n), t, sub_keep)
+            return search_entropy(res, f"{cfg.model.name} at T={t:g}", sampler, tok, t), res.key
 
         search = search_temperature(measure, target, t0, float(m.t_max_factor), int(m.steps),
                                     float(m.tol))
@@ -199,7 +249,9 @@ def run_match(cfg: Any, task: Task, verifier: Any, store: Any, logger_factory: C
         "search": {"problems": len(sub), "n": int(m.n), "target_entropy": search.target,
                    "base_temperature": t_base, "t0": t0, "t_max": _round_t(float(m.t_max_factor) * t0),
                    "chosen_temperature": search.chosen, "chosen_entropy": search.chosen_entropy,
-                   "status": search.status, "tol": float(m.tol),
+                   "status": search.status, "tol": float(m.tol), "tokens": match_on,
+                   # on=decision: each search probe's decision/rest split, by probe key
+                   "splits": splits,
                    "points": [asdict(p) for p in search.points]},
         "metric": metric,
         "vs_base_at_t0": {k: v for k, v in compare(base_full, ck_t0, iters, ci, metric).items()
@@ -292,7 +344,9 @@ def summary_lines(out: dict[str, Any]) -> list[str]:
     return [
         "",
         f"entropy match ({out['metric']} pass@k; entropy = mean per-token entropy per sample, nats):",
-        f"  search on {s['problems']} problems x {s['n']} samples: base entropy {s['target_entropy']:.4f} "
+        f"  search on {s['problems']} problems x {s['n']} samples, matching "
+        f"{'decision-token' if s.get('tokens') == 'decision' else 'all-token'} entropy: "
+        f"base {s['target_entropy']:.4f} "
         f"at T={s['base_temperature']:g}; checkpoint {tried}",
         f"  chosen T = {s['chosen_temperature']:g} ({status})",
         row(f"base T={out['base']['temperature']:g}", "base", None),

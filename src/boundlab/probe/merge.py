@@ -9,71 +9,188 @@ detached probe worker's. Merged by key into one file, they are one store again:
 
 What a merge does with a key found in more than one store:
 - a probe (same key) must have the same model, task and settings in both (they make the key);
-- a sample (probe, problem, index) stored in both must be the same sample: the same text, verdict,
-  answer, token count and info, or it is an error naming the sample: never a silent overwrite, so
-  two nodes that sampled the same probe independently (other draws under the same indices) are
-  caught, not mixed. A text one store kept and the other dropped (probe.keep_text=compact) is the
-  same sample when its hash matches; the merged row keeps the text.
-- adaptive-probing states and the file-hash cache: identical rows dedupe, differing ones are errors.
-`--out` may be an existing store (then it is merged with the inputs). Nothing is written unless the
-whole merge succeeds: it is built in a temporary file beside `--out` and renamed over it.
+- a sample (probe, problem, index) stored in both must be the same sample: every column equal (text,
+  verdict, answer, token count, info, entropy, ...), or it is an error naming the sample: never a
+  silent overwrite, so two nodes that sampled the same probe independently (other draws under the
+  same indices) are caught, not mixed. A text one store kept and the other dropped
+  (probe.keep_text=compact) is the same sample when its hash matches; the merged row keeps the text.
+- every other table (adaptive-probing states, the file-hash cache): identical rows dedupe, differing
+  ones are errors.
+
+Every column is copied: the columns of each table are read from the schema itself (`PRAGMA
+table_info` of the store the code creates, `boundlab.probe.store._SCHEMA` plus its added columns),
+never from a list written here. A column an input has and `--out` lacks is added to `--out`; a table
+this code does not know is refused in one line, not dropped.
+
+`--out` may be a live store that probes are writing to. The inputs are first merged into a staging
+file of the merge's own (beside `--out`); that file is then merged into `--out` in one `BEGIN
+IMMEDIATE` transaction, the write lock a probe takes for every batch, so a row another process
+commits to `--out` before, during or after the merge is kept, and nothing is written unless the
+whole merge succeeds. A new `--out` is the staging file itself, hard-linked into place (a link never
+replaces a file). The merge never renames over, replaces or deletes a file it did not create, and it
+leaves `--out`'s journal mode as it found it (a new one gets a rollback journal: it may live on a
+network file system).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sqlite3
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import quote
 
 from boundlab.errors import StoreError
-from boundlab.probe.store import _SCHEMA, text_hash
+from boundlab.probe import store as store_mod
+from boundlab.probe.store import text_hash
 
-_SAMPLE_COLS = ("key", "problem_id", "idx", "text", "extracted", "correct", "strict", "outcome", "n_tokens",
-                "info", "text_hash")
 _PROBE_IDENTITY = ("model_fp", "task_fp", "settings")
+# How long the final transaction waits for a probe's batch to commit (the probe's own busy timeout).
+LOCK_TIMEOUT_S = 60.0
 
 
 class MergeConflict(StoreError):
     """Two stores disagree on a key (one line, exit 2)."""
 
 
-def _columns(db: sqlite3.Connection, schema: str, table: str) -> set[str]:
-    return {r[1] for r in db.execute(f"PRAGMA {schema}.table_info({table})")}
+def _table_info(db: sqlite3.Connection, schema: str, table: str) -> list[tuple]:
+    """(name, declared type, primary-key position) of each column, in table order."""
+    return [(r[1], r[2], r[5]) for r in db.execute(f'PRAGMA {schema}.table_info("{table}")')]
 
 
-def _same_sample(a: tuple, b: tuple) -> bool:
-    """Rows of _SAMPLE_COLS (key and index already equal)."""
-    text_a, hash_a, text_b, hash_b = a[3], a[10], b[3], b[10]
-    if hash_a is None and hash_b is None:
-        same_text = text_a == text_b
-    elif hash_a is not None and hash_b is not None:
-        same_text = bytes(hash_a) == bytes(hash_b)
-    else:  # one kept its text, the other kept its hash
-        same_text = text_hash(text_b if hash_a is not None else text_a) == bytes(hash_a if hash_a is not None
-                                                                                 else hash_b)
-    info_a, info_b = (json.loads(x) if x else None for x in (a[9], b[9]))
-    return same_text and a[4:9] == b[4:9] and info_a == info_b
+def _tables(db: sqlite3.Connection, schema: str) -> set[str]:
+    return {r[0] for r in db.execute(f"SELECT name FROM {schema}.sqlite_master WHERE type='table' "
+                                     f"AND name NOT LIKE 'sqlite_%'")}
+
+
+def _schema_statements() -> list[str]:
+    """The store's CREATE statements, read when called (a test may extend the schema)."""
+    return [s.strip() for s in store_mod._SCHEMA.split(";") if s.strip()]
+
+
+def _ensure_schema(db: sqlite3.Connection) -> None:
+    """The store's tables and every added column on `main` (statements run one by one: inside the
+    caller's transaction, if any)."""
+    for stmt in _schema_statements():
+        db.execute(stmt)
+    present = {c[0] for c in _table_info(db, "main", "samples")}
+    for name, sql_type in store_mod._ADDED_COLUMNS:
+        if name not in present:
+            db.execute(f"ALTER TABLE main.samples ADD COLUMN {name} {sql_type}")
 
 
 def _uri(path: Path, mode: str) -> str:
     return f"file:{quote(str(path.resolve()))}?mode={mode}"
 
 
-def _merge_one(db: sqlite3.Connection, src: Path) -> dict[str, int]:
+def _same(col: str, a: Any, b: Any) -> bool:
+    if col == "info":
+        return (json.loads(a) if a else None) == (json.loads(b) if b else None)
+    if isinstance(a, (bytes, memoryview)) or isinstance(b, (bytes, memoryview)):
+        return a is not None and b is not None and bytes(a) == bytes(b)
+    return a == b
+
+
+def _sample_diff(cols: Sequence[str], new: dict, old: dict) -> list[str]:
+    """Columns (besides the key) in which two rows of the same sample differ; [] = the same sample.
+    A text dropped on one side (text_hash set) matches the other side's text or hash."""
+    ha, hb = new.get("text_hash"), old.get("text_hash")
+    if ha is None and hb is None:
+        text_diff = new["text"] != old["text"]
+    elif ha is not None and hb is not None:
+        text_diff = bytes(ha) != bytes(hb)
+    else:  # one kept its text, the other kept its hash
+        kept = new["text"] if ha is None else old["text"]
+        text_diff = text_hash(kept) != bytes(ha if ha is not None else hb)
+    diff = ["text"] if text_diff else []
+    return diff + [c for c in cols if c not in ("key", "problem_id", "idx", "text", "text_hash")
+                   and not _same(c, new[c], old[c])]
+
+
+def _merge_attached(db: sqlite3.Connection, label: str, before: str) -> dict[str, int]:
+    """Merge the attached `src` into `main`, inside the caller's transaction. `label` names src
+    and `before` what main holds, in error lines."""
+    src_tables = _tables(db, "src")
+    if not {"probes", "samples"} <= src_tables:
+        raise StoreError(f"{label} is not a probe store (no probes/samples tables)")
+    _ensure_schema(db)
+    known = _tables(db, "main")
+    unknown = sorted(src_tables - known)
+    if unknown:
+        raise StoreError(f"{label} has table(s) {', '.join(unknown)} that this boundlab's store does not "
+                         f"know (written by a newer version?): merge with the version that wrote it")
+    stats = {"probes": 0, "samples": 0, "duplicates": 0, "texts_restored": 0}
+    for table in sorted(src_tables):
+        main_cols = {c[0] for c in _table_info(db, "main", table)}
+        for name, sql_type, _ in _table_info(db, "src", table):
+            if name not in main_cols:  # an input's column is never dropped: --out gets it too
+                db.execute(f'ALTER TABLE main."{table}" ADD COLUMN "{name}" {sql_type}')
+        info = _table_info(db, "main", table)
+        cols = [c[0] for c in info]
+        have = {c[0] for c in _table_info(db, "src", table)}
+        pk = [c[0] for c in sorted((c for c in info if c[2]), key=lambda c: c[2])]
+        sel = ", ".join(f's."{c}"' if c in have else "NULL" for c in cols)
+        col_list = ", ".join(f'"{c}"' for c in cols)
+        if pk:
+            on = " AND ".join(f's."{c}" IS m."{c}"' for c in pk)
+            mcols = ", ".join(f'm."{c}"' for c in cols)
+            overlap = db.execute(f'SELECT {sel}, {mcols} FROM src."{table}" s JOIN main."{table}" m ON {on}'
+                                 ).fetchall()
+        else:
+            overlap = []
+        n = len(cols)
+        for row in overlap:
+            new, old = dict(zip(cols, row[:n])), dict(zip(cols, row[n:]))
+            if table == "probes":
+                if any(new[c] != old[c] for c in _PROBE_IDENTITY):
+                    raise MergeConflict(f"probe {new['key']}: {label} and {before} give it another model, "
+                                        f"task or settings under the same key; these stores cannot be merged")
+            elif table == "samples":
+                diff = _sample_diff(cols, new, old)
+                if diff:
+                    raise MergeConflict(
+                        f"sample {new['idx']} of problem {new['problem_id']} in probe {new['key']} differs "
+                        f"between {label} and {before} ({', '.join(diff)}): the same probe was sampled "
+                        f"independently on two nodes; merge only one of them (probe a base once, on one "
+                        f"node) - nothing was written")
+                if old.get("text_hash") is not None and new.get("text_hash") is None:
+                    db.execute("UPDATE main.samples SET text=?, text_hash=NULL WHERE key=? AND problem_id=? "
+                               "AND idx=?", (new["text"], new["key"], new["problem_id"], new["idx"]))
+                    stats["texts_restored"] += 1
+            elif any(not _same(c, new[c], old[c]) for c in cols):
+                raise MergeConflict(f"{table} row {tuple(new[c] for c in pk)} differs between {label} and "
+                                    f"{before}; nothing was written")
+        changes = db.total_changes
+        if pk:
+            db.execute(f'INSERT OR IGNORE INTO main."{table}" ({col_list}) SELECT {sel} FROM src."{table}" s')
+        else:
+            db.execute(f'INSERT INTO main."{table}" ({col_list}) SELECT {sel} FROM src."{table}" s '
+                       f'EXCEPT SELECT {col_list} FROM main."{table}"')
+        if table in ("probes", "samples"):
+            stats[table] = db.total_changes - changes
+        if table == "samples":
+            stats["duplicates"] = len(overlap)
+    return stats
+
+
+def _attach(db: sqlite3.Connection, path: Path, label: str) -> None:
     try:  # read-only: an input is never changed (no WAL switch, no schema upgrade)
-        db.execute("ATTACH DATABASE ? AS src", (_uri(src, "ro"),))
+        db.execute("ATTACH DATABASE ? AS src", (_uri(path, "ro"),))
         db.execute("SELECT count(*) FROM src.sqlite_master").fetchone()
     except sqlite3.DatabaseError as e:
-        raise StoreError(f"{src} is not a readable SQLite store ({e})") from None
+        raise StoreError(f"{label} is not a readable SQLite store ({e})") from None
+
+
+def _merge_into(db: sqlite3.Connection, src: Path, label: str, before: str, begin: str) -> dict[str, int]:
+    """ATTACH `src`, merge it into `main` in one `begin` transaction, DETACH."""
+    _attach(db, src, label)
     try:
-        # One transaction per input (ATTACH cannot run inside one); the temporary file is what
-        # makes the whole merge atomic: it replaces --out only when every input merged.
-        db.execute("BEGIN")
-        stats = _merge_attached(db, src)
+        db.execute(begin)
+        stats = _merge_attached(db, label, before)
         db.execute("COMMIT")
         return stats
     finally:
@@ -82,72 +199,31 @@ def _merge_one(db: sqlite3.Connection, src: Path) -> dict[str, int]:
         db.execute("DETACH DATABASE src")
 
 
-def _merge_attached(db: sqlite3.Connection, src: Path) -> dict[str, int]:
-    tables = {r[0] for r in db.execute("SELECT name FROM src.sqlite_master WHERE type='table'")}
-    if not {"probes", "samples"} <= tables:
-        raise StoreError(f"{src} is not a probe store (no probes/samples tables)")
-    stats = {"probes": 0, "samples": 0, "duplicates": 0, "texts_restored": 0}
-
-    for key, *ident in db.execute(f"SELECT s.key, {', '.join('s.' + c + ', m.' + c for c in _PROBE_IDENTITY)} "
-                                  f"FROM src.probes s JOIN main.probes m USING (key)"):
-        pairs = list(zip(ident[0::2], ident[1::2]))
-        if any(a != b for a, b in pairs):
-            raise MergeConflict(f"probe {key}: {src} and the stores before it give it another model, task or "
-                                f"settings under the same key; these stores cannot be merged")
-    before = db.total_changes
-    db.execute("INSERT OR IGNORE INTO main.probes SELECT key, model_fp, task_fp, settings, model_name, "
-               "task_name, created, meta FROM src.probes")
-    stats["probes"] = db.total_changes - before
-
-    cols = ", ".join(f"s.{c}" if c != "text_hash" or "text_hash" in _columns(db, "src", "samples")
-                     else "NULL" for c in _SAMPLE_COLS)
-    mcols = ", ".join(f"m.{c}" for c in _SAMPLE_COLS)
-    overlap = db.execute(f"SELECT {cols}, {mcols} FROM src.samples s JOIN main.samples m "
-                         f"USING (key, problem_id, idx)").fetchall()
-    n = len(_SAMPLE_COLS)
-    for row in overlap:
-        new, old = row[:n], row[n:]
-        if not _same_sample(new, old):
-            diff = [c for c, a, b in zip(_SAMPLE_COLS[3:], new[3:], old[3:]) if a != b]
-            raise MergeConflict(f"sample {new[2]} of problem {new[1]} in probe {new[0]} differs between {src} "
-                                f"and the stores before it ({', '.join(diff)}): the same probe was sampled "
-                                f"independently on two nodes; merge only one of them (probe a base once, "
-                                f"on one node) - nothing was written")
-        if old[10] is not None and new[10] is None:  # the merged row keeps the text
-            db.execute("UPDATE main.samples SET text=?, text_hash=NULL WHERE key=? AND problem_id=? AND idx=?",
-                       (new[3], new[0], new[1], new[2]))
-            stats["texts_restored"] += 1
-    stats["duplicates"] = len(overlap)
-    before = db.total_changes
-    db.execute(f"INSERT OR IGNORE INTO main.samples ({', '.join(_SAMPLE_COLS)}) SELECT {cols} FROM src.samples s")
-    stats["samples"] = db.total_changes - before
-
-    for table, pk in (("adaptive_state", ("key", "problem_id")), ("file_hashes", ("path", "size", "mtime_ns"))):
-        if table not in tables:
-            continue
-        names = [r[1] for r in db.execute(f"PRAGMA main.table_info({table})")]
-        sel = ", ".join(f"s.{c}" for c in names) + ", " + ", ".join(f"m.{c}" for c in names)
-        for row in db.execute(f"SELECT {sel} FROM src.{table} s JOIN main.{table} m USING ({', '.join(pk)})"):
-            if row[:len(names)] != row[len(names):]:
-                raise MergeConflict(f"{table} row {row[:len(pk)]} differs between {src} and the stores before "
-                                    f"it; nothing was written")
-        db.execute(f"INSERT OR IGNORE INTO main.{table} ({', '.join(names)}) SELECT {', '.join(names)} "
-                   f"FROM src.{table}")
-    return stats
-
-
-def _leave_wal(path: Path) -> None:
-    """Checkpoint `path` and delete its -wal/-shm (journal_mode=DELETE), so no stale WAL is replayed
-    onto the file renamed over it. Fails while another process has the store open."""
-    db = sqlite3.connect(str(path), timeout=5)
+def _stage(srcs: Sequence[Path], staged: Path) -> dict[str, dict[str, int]]:
+    """Merge the inputs into `staged` (the merge's own file) and return each input's counts."""
+    db = sqlite3.connect(str(staged), isolation_level=None)
     try:
-        mode = db.execute("PRAGMA journal_mode=DELETE").fetchone()[0].lower()
-    except sqlite3.OperationalError:
-        mode = "wal"
+        db.execute("PRAGMA journal_mode=DELETE")  # it may become --out, on a network file system
+        _ensure_schema(db)
+        return {str(src): _merge_into(db, src, str(src), "the stores before it", "BEGIN") for src in srcs}
     finally:
         db.close()
-    if mode != "delete":
-        raise StoreError(f"{path} is in use by another process: stop the runs using it, then merge again")
+
+
+def _into_out(staged: Path, out: Path, inputs: str) -> dict[str, int]:
+    """Merge `staged` into the existing `out` under the write lock a probe takes (BEGIN IMMEDIATE)."""
+    db = sqlite3.connect(_uri(out, "rw"), uri=True, timeout=LOCK_TIMEOUT_S, isolation_level=None)
+    try:
+        if not {"probes", "samples"} <= _tables(db, "main") and _tables(db, "main"):
+            raise StoreError(f"--out {out} is not a probe store (no probes/samples tables)")
+        return _merge_into(db, staged, inputs, str(out), "BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as e:
+        if "locked" in str(e) or "busy" in str(e):
+            raise StoreError(f"--out {out} stayed locked by another process for {LOCK_TIMEOUT_S:g} s; "
+                             f"nothing was written: merge again when its writer is idle") from None
+        raise
+    finally:
+        db.close()
 
 
 def merge_stores(inputs: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
@@ -163,39 +239,31 @@ def merge_stores(inputs: Sequence[str | Path], out: str | Path) -> dict[str, Any
             raise StoreError(f"{p} is both an input and --out: name it once, as --out (it is merged too)")
     if len({p.resolve() for p in srcs}) != len(srcs):
         raise StoreError("an input store is named twice")
-    tmp = out.with_name(out.name + ".merging")
-    if tmp.exists():
-        tmp.unlink()
+    if out.is_dir():
+        raise StoreError(f"--out {out} is a directory, not a store file")
     out.parent.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {"out": str(out), "inputs": {}}
+    fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".merging", dir=out.parent)
+    os.close(fd)
+    staged = Path(name)
     try:
-        if out.exists():
-            # SQLite's own backup: a consistent snapshot, WAL pages included.
-            live, copy = sqlite3.connect(_uri(out, "ro"), uri=True), sqlite3.connect(str(tmp))
-            try:
-                live.backup(copy)
-            finally:
-                live.close()
-                copy.close()
-        db = sqlite3.connect(_uri(tmp, "rwc"), uri=True, isolation_level=None)
+        report["inputs"] = _stage(srcs, staged)
+        label = "the inputs" if len(srcs) > 1 else str(srcs[0])
         try:
-            # A rollback journal, not WAL: the merged file may live on a network file system.
-            db.execute("PRAGMA journal_mode=DELETE")
-            db.executescript(_SCHEMA)
-            if "text_hash" not in _columns(db, "main", "samples"):
-                db.execute("ALTER TABLE samples ADD COLUMN text_hash BLOB")
-            for src in srcs:
-                report["inputs"][str(src)] = _merge_one(db, src)
-        finally:
-            db.close()
-        if out.exists():
-            _leave_wal(out)
-        os.replace(tmp, out)
+            os.link(staged, out)  # a new --out: the staged file itself; a link never replaces a file
+            report["written"] = "new"
+        except FileExistsError:
+            report["written"] = _into_out(staged, out, label)
+        except OSError as e:
+            if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+                raise
+            sqlite3.connect(str(out)).close()  # no hard links here: create it, then merge into it
+            report["written"] = _into_out(staged, out, label)
     except sqlite3.Error as e:
         raise StoreError(f"merging into {out} failed ({e}); nothing was written") from None
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        for p in (staged, Path(f"{staged}-journal")):
+            p.unlink(missing_ok=True)
     return report
 
 

@@ -34,6 +34,10 @@ class ProbeSpec:
     adaptive: AdaptivePlan | None = None
     # probe.keep_text: all, or compact (boundlab.probe.store); not part of the probe key.
     keep_text: str = "all"
+    # G-Pass@k's tau for the views (boundlab.probe.views); not part of the probe key.
+    gpass_tau: float = 0.5
+    # Base samples per problem the KL(base || model) view scores (0: off); not part of the probe key.
+    kl_samples: int = 8
 
     @classmethod
     def from_config(cls, probe_cfg: Any) -> "ProbeSpec":
@@ -43,7 +47,9 @@ class ProbeSpec:
                    null_seed=None if getattr(probe_cfg, "null_seed_offset", None) is None
                    else int(probe_cfg.seed) + int(probe_cfg.null_seed_offset),
                    adaptive=AdaptivePlan.from_config(probe_cfg),
-                   keep_text=str(getattr(probe_cfg, "keep_text", "all")))
+                   keep_text=str(getattr(probe_cfg, "keep_text", "all")),
+                   gpass_tau=float(getattr(probe_cfg, "gpass_tau", 0.5)),
+                   kl_samples=int(getattr(probe_cfg, "kl_samples", 8)))
 
 
 def gen_settings(p: Any) -> GenSettings:

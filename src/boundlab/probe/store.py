@@ -21,6 +21,8 @@
   from, after temperature and top-p (boundlab.sampling). NULL where it was not recorded (vLLM,
   greedy, external samples, and every sample stored before the column existed, which old stores get
   on open the same way). Kept in compact mode too: it is not text.
+- Only a writable open changes the file. `writable=False` (report.py, the dashboard) opens it
+  `mode=ro` and never writes, migrates or switches the journal mode (`boundlab.probe.store_ro`).
 """
 
 from __future__ import annotations
@@ -154,9 +156,22 @@ def dropped_error(dropped: int, what: str, key: str | None = None) -> TextDroppe
 
 class Store:
     def __init__(self, path: str | Path, writable: bool = True):
-        """`writable=False` (readers such as report.py) skips the write check, so a read-only
-        store can still be read."""
+        """`writable=False` (readers such as report.py, the dashboard) opens the file `mode=ro` and
+        never writes to it: no journal-mode switch, no schema change, no side file left
+        (`boundlab.probe.store_ro`); a store that needs a migration to be read is one line."""
         self.path = Path(path).expanduser()
+        self.writable = writable
+        if not writable:
+            from boundlab.probe import store_ro
+
+            self._side_before = store_ro.side_files(self.path)
+            try:
+                with self._errors("opening"):
+                    self.db = store_ro.open_readonly(self.path)
+            except BaseException:
+                store_ro.tidy_side_files(self.path, self._side_before)
+                raise
+            return
         if self.path.is_dir():
             raise StoreError(f"store.path={self.path} is a directory, not a SQLite file: set "
                              f"store.path={self.path / 'store.sqlite'} (or BOUNDLAB_STORE)")
@@ -176,13 +191,11 @@ class Store:
                     self.db.execute("PRAGMA journal_mode=WAL")
                     self.db.execute("PRAGMA synchronous=NORMAL")
                     self.db.executescript(_SCHEMA)
-                    if writable:
-                        self._add_columns()
+                    self._add_columns()
                     # SQLite opens a write-protected file read-only without a word, and the first
                     # insert would fail after the model is loaded: write once now (the same value).
-                    if writable:
-                        version = self.db.execute("PRAGMA user_version").fetchone()[0]
-                        self.db.execute(f"PRAGMA user_version={int(version)}")
+                    version = self.db.execute("PRAGMA user_version").fetchone()[0]
+                    self.db.execute(f"PRAGMA user_version={int(version)}")
                     break
                 except sqlite3.OperationalError as e:
                     if "locked" not in str(e) or attempt == 19:
@@ -235,7 +248,8 @@ class Store:
                      model_name: str = "", task_name: str = "", meta: dict | None = None) -> None:
         with self._errors("writing"):
             self.db.execute(
-                "INSERT OR IGNORE INTO probes VALUES (?,?,?,?,?,?,?,?)",
+                "INSERT OR IGNORE INTO probes (key, model_fp, task_fp, settings, model_name, task_name, "
+                "created, meta) VALUES (?,?,?,?,?,?,?,?)",
                 (key, model_fp, task_fp, json.dumps(settings, sort_keys=True), model_name, task_name,
                  time.time(), json.dumps(meta or {})),
             )
@@ -438,7 +452,8 @@ class Store:
         with self._errors("writing"):
             self.db.execute("BEGIN IMMEDIATE")
             try:
-                self.db.executemany("INSERT OR REPLACE INTO adaptive_state VALUES (?,?,?,?,?,?)",
+                self.db.executemany("INSERT OR REPLACE INTO adaptive_state (key, problem_id, n, c, reason, round) "
+                                    "VALUES (?,?,?,?,?,?)",
                                     [(key, *r) for r in rows])
                 self.db.execute("COMMIT")
             except BaseException:
@@ -458,19 +473,23 @@ class Store:
         return row[0] if row else None
 
     def put_file_hash(self, path: str, size: int, mtime_ns: int, sha: str) -> None:
+        if not self.writable:  # a cache: a reader computes the hash and keeps nothing
+            return
         with self._errors("writing"):
-            self.db.execute("INSERT OR REPLACE INTO file_hashes VALUES (?,?,?,?)",
+            self.db.execute("INSERT OR REPLACE INTO file_hashes (path, size, mtime_ns, sha) VALUES (?,?,?,?)",
                             (path, size, mtime_ns, sha))
 
     def close(self) -> None:
         self.db.close()
+        if not self.writable:
+            from boundlab.probe import store_ro
+
+            store_ro.tidy_side_files(self.path, self._side_before)
 
 
-if __name__ == "__main__":  # python -m boundlab.probe.store merge A B --out C (boundlab.probe.merge)
+if __name__ == "__main__":  # merge A B --out C (boundlab.probe.merge) | migrate PATH (store_ro)
     import sys
 
-    if sys.argv[1:2] != ["merge"]:
-        sys.exit("usage: python -m boundlab.probe.store merge STORE [STORE ...] --out MERGED")
-    from boundlab.probe.merge import main
+    from boundlab.probe.store_ro import cli
 
-    sys.exit(main(sys.argv[2:]))
+    sys.exit(cli(sys.argv[1:]))

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from boundlab.probe.alike import note as alike_note, store_differences
 from boundlab.config import ConfigError
 from boundlab.probe import adaptive as AD
 from boundlab.probe.compare import ANSWER, STRICT
@@ -212,6 +213,12 @@ def compute(cfg: Any, store: Store) -> Report:
         if e.task_fp != inputs.base.task_fp:
             notes.append(f"{e.label} was probed on another task configuration than the base "
                          f"(task fingerprint {e.task_fp} vs {inputs.base.task_fp})")
+        if e is not inputs.base:
+            # Sampling settings and verifier (boundlab.probe.alike); the task is named just above.
+            diffs = [d for d in store_differences(store, inputs.base.key, e.key)
+                     if not d.startswith("task fingerprint")]
+            if diffs:
+                notes.append(alike_note(e.label, "the base", diffs))
     task, tnotes = resolve_task(cfg, inputs, store, ids)
     notes += tnotes
     metric = STRICT if all(_strict_known(counts[e.key], ids) for e in entries) else ANSWER

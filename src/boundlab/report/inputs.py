@@ -90,6 +90,23 @@ def sweep_run_dirs(path: Path) -> list[Path]:
     return sorted(subs, key=order)
 
 
+def sweep_job_notes(path: Path, subs: list[Path]) -> list[str]:
+    """One note per job the sweep defined (its multirun.yaml) that left no probes here: a failed,
+    killed or never-launched job is named, never silently missing from the comparison."""
+    from boundlab.rundir.sweeps import sweep_jobs
+
+    jobs = sweep_jobs(path)
+    have = {p.resolve() for p in subs}
+    notes = []
+    for j in jobs or []:
+        if j.dir is not None and Path(j.dir).resolve() in have:
+            continue
+        why = f"{j.status}: {j.reason}" if j.reason else j.status
+        notes.append(f"sweep {path}: job {j.num} ({' '.join(j.overrides)}) has no probes ({why}); "
+                     f"it is not in the comparison")
+    return notes
+
+
 def read_run(path: str | Path) -> RunDir:
     path = Path(path).expanduser()
     if not path.is_dir():
@@ -230,6 +247,7 @@ def resolve_inputs(cfg: Any, store: Store) -> Inputs:
 
     for s in cfg.sweeps:
         subs = sweep_run_dirs(Path(s).expanduser())
+        notes.extend(sweep_job_notes(Path(s).expanduser(), subs))
         if not subs:
             raise FileNotFoundError(f"sweep dir {s}: no run dirs inside (each holds {PROBES_FILE})")
         for p in subs:

@@ -12,7 +12,7 @@ already produce (low perplexity under the base), unlike a stronger teacher's.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -25,6 +25,18 @@ def sample_responses(rows: Sequence[Any], size: int, seed: int = 0) -> list[Any]
         return list(rows)
     pick = np.random.default_rng(seed).choice(len(rows), size=size, replace=False)
     return [rows[i] for i in sorted(pick.tolist())]
+
+
+def draw_per_tag(rows: Sequence[Any], tag_of: Mapping[str, Any], size: int, seed: int = 0
+                 ) -> dict[str, list[Any]]:
+    """At most `size` rows per tag (`tag_of`: problem id -> tag; rows of untagged problems are left
+    out), each tag's draw made by `sample_responses` with the same seed; tags in sorted order."""
+    by: dict[str, list[Any]] = {}
+    for r in rows:
+        tag = tag_of.get(r.problem_id)
+        if tag is not None:
+            by.setdefault(str(tag), []).append(r)
+    return {t: sample_responses(by[t], size, seed) for t in sorted(by)}
 
 
 def encode_pair(tokenizer: Any, prompt: str, response: str) -> tuple[list[int], list[int]]:

@@ -87,7 +87,16 @@ class HFSampler(Sampler):
             eos = tokenizer.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos])
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(self.eos_ids))
-        self.compact = CompactDecoder.for_model(model, engine)
+        # compact-cb: continuous batching (boundlab.sampling.refill), `batch_size` rows wide; the
+        # probe hands it REFILL_CHUNK batches' worth of rows per call so the queue keeps the batch full.
+        self.refill = None
+        if engine == "compact-cb":
+            from boundlab.sampling.refill import REFILL_CHUNK, RefillDecoder
+
+            self.refill = RefillDecoder(model)
+            self.batch_width = self.rows_per_call
+            self.rows_per_call = self.rows_per_call * REFILL_CHUNK
+        self.compact = None if self.refill is not None else CompactDecoder.for_model(model, engine)
         self.entropy = bool(entropy)
         gc = getattr(model, "generation_config", None)
         # The recorder replicates temperature and top-p only (see the module docstring).
@@ -101,7 +110,11 @@ class HFSampler(Sampler):
     def key_engine(self, settings: GenSettings) -> str | None:
         """"compact" when these settings are sampled by the compact decoder (stop strings go
         through `generate`), None for `generate`: the probe key records the former."""
-        return "compact" if self.compact is not None and not settings.stop else None
+        if settings.stop:
+            return None
+        if self.refill is not None:
+            return "compact-cb"
+        return "compact" if self.compact is not None else None
 
     def _encode(self, prompts: list[str], images: list[list[str]] | None = None
                 ) -> dict[str, torch.Tensor]:
@@ -127,6 +140,8 @@ class HFSampler(Sampler):
                              "(images=...), and a text model takes none" if self.processor is not None
                              else "images were given, but this hf sampler has no processor: set "
                              "model.vision=true for a vision-language model")
+        if self.key_engine(settings) == "compact-cb":
+            return self._refill_requests(requests, settings, seed)
         rows = [p for p, count in requests for _ in range(count)]
         row_images = ([imgs for (_, count), imgs in zip(requests, images) for _ in range(count)]
                       if images is not None else None)
@@ -205,6 +220,22 @@ class HFSampler(Sampler):
         # (ids, finish) rows, or (ids, finish, mean entropy) with entropy on.
         return [Completion(text, len(d[0]), d[1], d[2] if len(d) > 2 else None)
                 for text, d in zip(texts, drawn)]
+
+
+    def _refill_requests(self, requests: Sequence[tuple[str, int]], s: GenSettings,
+                         seed: int) -> list[list[Completion]]:
+        """All of `requests` in one continuously batched run (boundlab.sampling.refill)."""
+        from boundlab.sampling.base import prompt_token_ids
+
+        ids = prompt_token_ids(self.tok, [p for p, _ in requests])
+        drawn = self.refill.sample(ids, [c for _, c in requests], self.batch_width, s.max_new_tokens,
+                                   self.eos_ids, s.temperature, s.top_p, seed, entropy=self.entropy)
+        out = []
+        for rows in drawn:
+            texts = self.tok.batch_decode([d[0] for d in rows], skip_special_tokens=True)
+            out.append([Completion(text, len(d[0]), d[1], d[2] if len(d) > 2 else None)
+                        for text, d in zip(texts, rows)])
+        return out
 
 
 def _load_image(path: str):

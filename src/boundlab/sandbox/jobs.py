@@ -9,11 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from boundlab.errors import UserError
+
 OUTCOMES = ("passed", "failed", "timeout", "memory", "runtime_error", "sandbox_error")
 
 
-class SandboxUnavailable(RuntimeError):
-    """No isolation we trust is available, and weak isolation was not asked for."""
+class SandboxUnavailable(UserError, RuntimeError):
+    """No isolation we trust is available, and weak isolation was not asked for (a user error:
+    the entry points print its one line and exit 2)."""
 
 
 @dataclass
@@ -27,6 +30,10 @@ class SandboxConfig:
     # Run without bubblewrap when it is missing (namespaces only if the kernel allows them
     # unprivileged, the file system stays visible). Off by default; warns loudly when used.
     allow_weak_isolation: bool = False
+    # Run model-written code even when a confinement layer besides bubblewrap (seccomp; the
+    # cgroups, as root) cannot be set up here. Off: such a pool refuses to start, naming the layer.
+    # On: it runs without that layer and logs it. See boundlab.sandbox.layers.
+    allow_weaker: bool = False
     # Extra attempts for a program whose run hit a sandbox error or lost its worker.
     retries: int = 2
     # Largest stdout a stdin/stdout program may print (bytes); beyond it the run fails.
@@ -48,7 +55,7 @@ class SandboxConfig:
     python: str | None = None
     # Let programs import the interpreter's site-packages (read-only). Off: standard library only.
     site_packages: bool = False
-    # Install the seccomp deny-list in each program (x86_64).
+    # Install the seccomp deny-list in each program (libseccomp, for this machine's architecture).
     seccomp: bool = True
     # Seconds a worker may take to start and pass its self-test.
     startup_timeout_s: float = 60.0

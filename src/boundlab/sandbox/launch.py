@@ -22,7 +22,8 @@ from typing import Sequence
 
 from boundlab.sandbox.cgroups import WorkerCgroup
 from boundlab.sandbox.jobs import SandboxConfig
-from boundlab.sandbox.seccomp import deny_list_bpf
+from boundlab.sandbox import seccomp
+from boundlab.sandbox.layers import cgroups_needed
 
 _HERE = Path(__file__).resolve().parent
 # Inside the sandbox the judge and the programs see this uid (inside their user namespaces).
@@ -95,7 +96,9 @@ def isolation_problem(cfg: SandboxConfig | None = None) -> str | None:
                 "(see .ci/system-deps.sh)")
     key = (bwrap, os.geteuid(), cfg.uid)
     if key not in _PROBE_CACHE:
-        plan = _Plan(cfg, strict=True)
+        # this probe starts /bin/true, no worker: it needs neither seccomp nor cgroups (whose
+        # absence the pool names itself, boundlab.sandbox.layers)
+        plan = _Plan(cfg, strict=True, without=frozenset({"seccomp", "cgroups"}))
         argv = plan.bwrap_args(["/bin/true"], minimal=True)
         try:
             r = subprocess.run(plan.launch_cmd(argv), env=plan.launch_env, capture_output=True,
@@ -111,8 +114,10 @@ def isolation_problem(cfg: SandboxConfig | None = None) -> str | None:
 class _Plan:
     """How to start one worker: the command line, environment and judge config."""
 
-    def __init__(self, cfg: SandboxConfig, strict: bool):
+    def __init__(self, cfg: SandboxConfig, strict: bool, without: frozenset[str] = frozenset()):
+        """`without`: the layers the pool runs without (opted out by `allow_weaker`)."""
         self.cfg = cfg
+        self.without = without
         self.strict = strict
         self.bwrap = find_bwrap(cfg) if strict else None
         self.as_root = os.geteuid() == 0
@@ -121,7 +126,7 @@ class _Plan:
         self.python, self.prefix = _interpreter(cfg.python)
         self.launch_env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
         self.worker_source = worker_script()
-        bpf = deny_list_bpf() if cfg.seccomp else None
+        bpf = seccomp.deny_list_bpf() if cfg.seccomp and "seccomp" not in without else None
         self.judge_cfg = {
             "strict": strict,
             "env": dict(SANDBOX_ENV),
@@ -183,7 +188,11 @@ class _Plan:
         cfg = self.cfg
         # one program (its processes and its tmpfs) plus the judge, the forker and bwrap
         memory = (cfg.memory_mb + cfg.tmpfs_mb + 256) << 20
-        return WorkerCgroup.create(memory_bytes=memory, pids_max=cfg.nproc + 16)
+        cg = WorkerCgroup.create(memory_bytes=memory, pids_max=cfg.nproc + 16)
+        if cg is None and cgroups_needed(self.strict) and "cgroups" not in self.without:
+            # the pool checked they could be made; never start a worker without them
+            raise RuntimeError("the workers' memory and pids cgroups could not be created")
+        return cg
 
 
 def _under(path: str, root: str) -> bool:

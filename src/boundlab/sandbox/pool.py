@@ -40,6 +40,7 @@ from boundlab.sandbox.jobs import (
     StdioJob,
 )
 from boundlab.sandbox.launch import _Plan, isolation_problem
+from boundlab.sandbox.layers import missing_layers, refusal
 from boundlab.sandbox.worker_process import _StartError, _Worker, _WorkerLost
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,20 @@ class SandboxPool:
                 "refusing to run model-written code: " + problem + ". Install bubblewrap, or "
                 "pass allow_weak_isolation=True to run with much weaker isolation (not for "
                 "untrusted models).")
-        self.plan = _Plan(cfg, strict=self.isolation == "bwrap")
+        strict = self.isolation == "bwrap"
+        # Every other layer is in force or refused (boundlab.sandbox.layers); `without` names the
+        # ones the user opted out of, for the run's record.
+        missing = missing_layers(cfg, strict)
+        if missing and not cfg.allow_weaker:
+            raise SandboxUnavailable(refusal(missing))
+        self.without = frozenset(missing)
+        if missing:
+            msg = ("!!! SANDBOX RUNNING WITHOUT " + " AND ".join(m.upper() for m in missing)
+                   + " (verify.code.allow_weaker=true): "
+                   + "; ".join(f"{k}: {v}" for k, v in missing.items()) + " !!!")
+            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+            log.warning(msg)
+        self.plan = _Plan(cfg, strict=strict, without=self.without)
         self.n_workers = max(1, int(cfg.workers or os.cpu_count() or 1))
         self._q: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
@@ -97,6 +111,13 @@ class SandboxPool:
     def map(self, jobs: Sequence[FunctionJob | StdioJob]) -> list[RunResult]:
         futs = [self.submit(j) for j in jobs]
         return [f.result() for f in futs]
+
+    @property
+    def layers(self) -> dict[str, bool]:
+        """Each confinement layer and whether this pool's workers run with it."""
+        return {"bubblewrap": self.isolation == "bwrap",
+                "seccomp": bool(self.plan.judge_cfg["seccomp_bpf"]),
+                "cgroups": self.isolation == "bwrap" and os.geteuid() == 0 and "cgroups" not in self.without}
 
     @property
     def cgroups(self) -> list[str]:

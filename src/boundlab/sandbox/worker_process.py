@@ -38,7 +38,10 @@ class _Worker:
     def __init__(self, plan: _Plan):
         self.plan = plan
         self.stderr = tempfile.TemporaryFile()
-        self.cgroup = plan.make_cgroup()
+        try:
+            self.cgroup = plan.make_cgroup()
+        except RuntimeError as e:  # a layer the pool promised: a start error, never run without it
+            raise _StartError(str(e)) from None
         try:
             self.proc = subprocess.Popen(plan.worker_cmd(self.cgroup), stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=self.stderr,

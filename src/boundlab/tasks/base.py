@@ -43,6 +43,9 @@ class Task:
     # The Problem.meta key every boundary table and plot breaks down by (the toy world: "tier");
     # None = no breakdown. It changes no sample or verdict, so it is not in the fingerprint.
     group_by: str | None = None
+    # The natural order of the group tags (a world's tiers: E, H1, H2, ...) for every table and plot;
+    # tags it does not name follow in first-seen order. Empty: first-seen order.
+    group_order: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         ids = [p.problem_id for p in self.problems]
@@ -63,7 +66,7 @@ class Task:
     def with_problems(self, problems: list[Problem]) -> "Task":
         """The same task (template, verifier, chat settings) over a subset of its problems."""
         return Task(self.name, problems, self.template, self.verifier, self.chat, self.system,
-                    self.group_by)
+                    self.group_by, self.group_order)
 
     def messages(self, problem: Problem) -> list[dict[str, str]]:
         """The chat turns of a problem: the system message (when the task has one), then the user
@@ -73,8 +76,8 @@ class Task:
             [{"role": "user", "content": text}]
 
     def groups(self) -> dict[str, list[int]]:
-        """{tag: problem indices} by `group_by`, tags in first-seen order; {} without group_by.
-        Every problem must carry the key (a ValueError names one that does not)."""
+        """{tag: problem indices} by `group_by`, tags in `group_order` (then first-seen order); {}
+        without group_by. Every problem must carry the key (a ValueError names one that does not)."""
         if not self.group_by:
             return {}
         from boundlab.config import ConfigError  # a user error: one line, exit 2 (boundlab.cli)
@@ -85,7 +88,9 @@ class Task:
                 raise ConfigError(f"task.group_by={self.group_by}: problem {p.problem_id!r} of task "
                                   f"{self.name!r} has no meta[{self.group_by!r}] to group by")
             out.setdefault(str(p.meta[self.group_by]), []).append(i)
-        return out
+        rank = {t: j for j, t in enumerate(self.group_order)}
+        first = {t: j for j, t in enumerate(out)}
+        return {t: out[t] for t in sorted(out, key=lambda t: (rank.get(t, len(rank)), first[t]))}
 
     def vision_messages(self, problem: Problem) -> list[dict[str, Any]]:
         """The chat turns of a problem with images, in the structured form a VLM processor's chat

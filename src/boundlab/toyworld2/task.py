@@ -80,4 +80,4 @@ def build_toy2(cfg: Any) -> Task:
         problems = toy2_problems(split, list(tiers) if tiers else None,
                                  int(per_tier) if per_tier else None)
     return Task("toy2", problems, template=PROMPT_TEMPLATE, verifier="toy2", chat=False,
-                group_by="tier")
+                group_by="tier", group_order=TIERS)

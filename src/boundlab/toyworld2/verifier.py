@@ -123,6 +123,13 @@ class Toy2Verifier(Verifier):
     def score(self, problem: Problem, completions: Sequence[str]) -> list[Verdict]:
         return [judge(problem, c) for c in completions]
 
+    def decision_offsets(self, problem: Problem, completion: str) -> list[int]:
+        """Character offsets of the completion's decision tokens (`toyworld2.decisions`), for the
+        entropy view's decision-token split (`boundlab.probe.decision_entropy`)."""
+        from boundlab.toyworld2.decisions import decision_offsets
+
+        return decision_offsets(problem.question, completion)
+
 
 from boundlab.verify import VERIFIERS  # noqa: E402
 

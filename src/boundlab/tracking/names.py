@@ -8,6 +8,9 @@ from __future__ import annotations
 
 TRAIN = "train"
 PROBE = "probe"
+# Per-group (per-tier) probe metrics: a prefix of their own, so W&B puts them in their own panel
+# section instead of crowding the probe section (`probe_tier/<tag>/<metric>/pass@k`).
+PROBE_TIER = "probe_tier"
 
 # Probes are keyed by the training global step, not by W&B's internal `_step`: a probe worker may log
 # into the run later, from another process, out of order with training's own logging.
@@ -23,3 +26,9 @@ def metric_key(prefix: str, *parts: str) -> str:
 def passk_key(k: int, prefix: str = PROBE, task: str | None = None) -> str:
     """The key of pass@k: `probe/pass@64`, or `probe/<task>/pass@64` when a task is named."""
     return metric_key(prefix, task or "", f"pass@{int(k)}")
+
+
+def tier_prefix(prefix: str) -> str:
+    """The per-group twin of a probe prefix: `probe` -> `probe_tier`, `probe/null` -> `probe_tier/null`."""
+    head, _, rest = prefix.partition("/")
+    return metric_key(f"{head}_tier", rest) if head == PROBE else metric_key(prefix, "tier")

@@ -155,7 +155,9 @@ def plot_boundary_panels(
 
     Each panel (`overall` and each of `panels`) is a mapping with `steps`, `pass@1`, `pass@n`,
     `base_pass@1`, `base_pass@n` and optionally `null_pass@1`, `null_pass@n` (the base probed again
-    with another seed: the chance band around the base), `saturated` and `problems`. The metric
+    with another seed: the chance band around the base), `pass@1_ci` and `pass@n_ci` (each point's
+    (low, high) interval, drawn as a band), `alarm_steps` (where the boundary alarm fired on this
+    panel: a red line and the title says so), `saturated` and `problems`. The metric
     (strict or answer-only) is named in the title and on the y axis.
     """
     items = [("all problems", overall)] + [(f"{group_by}={t}" if group_by else str(t), p)
@@ -168,7 +170,7 @@ def plot_boundary_panels(
     axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
     c1, cn = PALETTE[0], PALETTE[1]
     name = "strict pass@k (right answer, valid trace)" if metric == "strict" else "pass@k (answer only)"
-    handles = None
+    seen: dict[str, object] = {}
     for i, (title, p) in enumerate(items):
         ax = axes[i // cols][i % cols]
         ax.grid(True, which="major", alpha=0.35, linewidth=0.8)
@@ -178,6 +180,15 @@ def plot_boundary_panels(
                 label="pass@1", zorder=3)
         ax.plot(steps, _finite(p["pass@n"]), color=cn, marker="s", markersize=3.5, linewidth=1.6,
                 label=f"pass@{n}", zorder=3)
+        for key, color in (("pass@1", c1), ("pass@n", cn)):
+            ci = p.get(f"{key}_ci")
+            if ci:  # the 95% interval of every point (the base's at step 0), over problems
+                ax.fill_between(steps, [float(a) for a, _ in ci], [float(b) for _, b in ci], color=color,
+                                alpha=0.15, linewidth=0, label=f"{key} 95% CI")
+        alarms = [float(s) for s in (p.get("alarm_steps") or [])]
+        for s in alarms:
+            ax.axvline(s, color="#c0392b", linewidth=1.4, alpha=0.85, zorder=2,
+                       label="boundary alarm" if s == alarms[0] else None)
         ax.axhline(float(p["base_pass@1"]), color=c1, linestyle="--", linewidth=1.2, alpha=0.8,
                    label="base pass@1")
         ax.axhline(float(p["base_pass@n"]), color=cn, linestyle="--", linewidth=1.2, alpha=0.8,
@@ -188,6 +199,8 @@ def plot_boundary_panels(
             ax.axhline(float(p["null_pass@n"]), color=cn, linestyle=":", linewidth=1.0, alpha=0.9,
                        label=f"null pass@{n}")
         sub = title + (f" ({p['problems']} problems)" if p.get("problems") else "")
+        if alarms:
+            sub += "\nALARM at step " + ", ".join(f"{s:g}" for s in alarms)
         if p.get("saturated"):
             sub += "\nbase saturated at k = n"
         ax.set_title(sub, fontsize=9)
@@ -196,7 +209,9 @@ def plot_boundary_panels(
             ax.set_xlabel(xlabel)
         if i % cols == 0:
             ax.set_ylabel(name if len(items) == 1 else ("strict pass@k" if metric == "strict" else "pass@k"))
-        handles = ax.get_legend_handles_labels()
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)  # every entry any panel drew, once (an alarm may fire on one tier only)
+    handles = (list(seen.values()), list(seen))
     for j in range(len(items), rows * cols):
         axes[j // cols][j % cols].set_visible(False)
     if len(items) == 1:

@@ -26,6 +26,10 @@ def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.rundir import lock
     from boundlab.rundir.checkpoints import finished_line
 
+    if cfg.resume is None and lock.main_rank():
+        from boundlab.rundir.owner import check_fresh_run_dir
+
+        check_fresh_run_dir(run_dir)  # another run's dir, named where argv does not show it
     with lock.training_locks(run_dir, cfg):  # one trainer per run dir; see rundir/lock.py
         if cfg.resume is not None and (Path(run_dir) / DONE_MARKER).exists():
             print(finished_line(Path(run_dir), cfg), flush=True)  # a finished run trains nothing
@@ -46,6 +50,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.tracking.relog import relog_lost_train_metrics
     from boundlab.rundir import checkpoints as ck
     from boundlab.sampling.checkpoint import sampler_factory
+    from boundlab.training.init_from import check_required, resolve_init
     from boundlab.training.rewards import make_reward_fn
     from boundlab.verify import build_verifier, verifier_options
 
@@ -53,6 +58,8 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.errors import no_space_left
 
     check_algo(cfg)  # an impossible combination fails here, before any model work
+    check_required(cfg)  # experiment=sft_then_rl without its checkpoint
+    resolve_init(cfg.train.init_from, None)  # so does a train.init_from that is not a checkpoint
     t_start = time.time()
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -119,16 +126,33 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
 
             processing = load_processor(cfg.model, base_dir)
             tok = processing.tokenizer
-        model = load_model(cfg.model, "cpu" if cfg.backend.use_cpu else "cuda", base_dir)
+        init_dir = resolve_init(cfg.train.init_from, base_dir)
+        if init_dir is not None:
+            from boundlab.models import model_fingerprint
+
+            info["init_from"] = {"path": str(init_dir), "weights": model_fingerprint(str(init_dir), store)}
+            atomic_write_json(run_dir / RUN_INFO, info)
+            print(f"[boundlab] training starts from {init_dir} (train.init_from); probes compare with the "
+                  f"base {base_dir}", flush=True)
+        model = load_model(cfg.model, "cpu" if cfg.backend.use_cpu else "cuda",
+                           str(init_dir) if init_dir is not None else base_dir)
         dataset = _dataset(train_task, tok, processing if cfg.model.vision else None)
         peft_config = _peft(cfg)
         report_to = ["wandb"] if logger.mode != "disabled" and logger.run_id else []
         reward = make_reward_fn(train_task, verifier, cfg.algo.max_completion_length, tok.eos_token_id)
+        callbacks: list = [ProbeCallback(tracker, cfg.train.probe_mode, cfg.train.save_total_limit,
+                                         cfg.train.stop_on_shrink)]
+        reset = None
+        if cfg.train.ref_reset_every:
+            from boundlab.algos.resets import ReferenceReset
+
+            reset = ReferenceReset(cfg.train.ref_reset_every, resume_from)
+            callbacks.insert(0, reset)  # before the probe callback, so a saved reference is complete
         trainer = build_trainer(BuildInputs(
-            cfg, model, processing, dataset, [reward],
-            [ProbeCallback(tracker, cfg.train.probe_mode, cfg.train.save_total_limit,
-                           cfg.train.stop_on_shrink)], str(ckpt_dir),
+            cfg, model, processing, dataset, [reward], callbacks, str(ckpt_dir),
             report_to, peft_config, BuildContext(train_task, verifier, store, run_dir)))
+        if reset is not None:
+            reset.bind(trainer)
         if resume_from is not None:
             print(f"[boundlab] resuming from {resume_from}", flush=True)
         try:

@@ -190,9 +190,11 @@ class CodeVerifier(Verifier):
     # 2: EvalPlus (HumanEval+/MBPP+) and LiveCodeBench functional problems; a test's own time
     # limit is a `timeout` outcome (was `failed`).
     version = 2
-    # Cannot change a verdict: the worker count. Everything else it is built with (its
+    # Cannot change a verdict: the worker count, the opt-out below. Everything else it is built with (its
     # `verify.code` block, any other SandboxConfig field) is in the probe key.
-    verdict_neutral = frozenset({"workers"})
+    # `allow_weaker` only lets a run start without a layer that failed to set up (the pool logs
+    # which): an honest program's verdict is the same with it, and keys stay as they were.
+    verdict_neutral = frozenset({"workers", "allow_weaker"})
 
     def identity(self) -> dict[str, Any]:
         # Programs run under this interpreter (sys.executable): its version can change a verdict.
@@ -238,7 +240,7 @@ class CodeVerifier(Verifier):
         for p in problems:
             if p.meta.get("kind") == "evalplus":
                 key = self._key(p)
-                if key not in todo and self.expected.get(key) is None:
+                if key not in todo and self.expected.get(key, evalplus.expected_shape(p)) is None:
                     todo[key] = p
         futs = []
         for key, p in todo.items():
@@ -264,7 +266,11 @@ class CodeVerifier(Verifier):
         if kind == "evalplus":
             key = (self._key(problem), meta.get("tests", "plus"))
             if key not in self._tests:  # built once per problem, not once per program
-                self._tests[key] = evalplus.test_code(problem, self.expected.get(key[0]))
+                expected = self.expected.get(key[0], evalplus.expected_shape(problem))
+                if expected is None:  # damaged since _ensure_expected read it: run the canonical again
+                    self._ensure_expected([problem])
+                    expected = self.expected.get(key[0], evalplus.expected_shape(problem))
+                self._tests[key] = evalplus.test_code(problem, expected)
             test, limit = self._tests[key]
             return FunctionJob(program, test, meta["entry_point"], timeout_s=limit)
         if kind != "function":

@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import platform
+import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -167,33 +168,98 @@ def parse_canonical(problem: Problem, n: int, result: Any) -> list[list]:
     return rows
 
 
+def expected_shape(problem: Problem) -> dict[str, int]:
+    """How many expected outputs each test set of the problem has (its inputs, one output each)."""
+    m = problem.meta
+    return {"base": len(m["base_input"]), "plus": len(m.get("plus_input") or [])}
+
+
+def check_expected(value: Any, shape: dict[str, int] | None = None) -> str | None:
+    """Why `value` is not a usable set of expected outputs (None: it is): {"base"/"plus": [[encoded
+    output, seconds >= 0], ...]}, each output decodable, with `shape`'s lengths when given."""
+    if not isinstance(value, dict) or set(value) != {"base", "plus"}:
+        return "not a {base, plus} object"
+    for name, rows in value.items():
+        if not isinstance(rows, list):
+            return f"{name} is not a list"
+        if shape is not None and len(rows) != shape.get(name):
+            return f"{name} has {len(rows)} outputs for {shape.get(name)} inputs"
+        for r in rows:
+            if not (isinstance(r, list) and len(r) == 2 and isinstance(r[1], (int, float))
+                    and not isinstance(r[1], bool) and 0 <= r[1] < float("inf")):
+                return f"a {name} row is not [output, seconds]"
+            try:
+                decode(json.dumps(r[0]))
+            except Exception:  # noqa: BLE001 - any codec failure means the entry is unusable
+                return f"a {name} output does not decode"
+    return None
+
+
 class ExpectedCache:
-    """Canonical outputs by cache_key: in memory, and in `directory` when one is set."""
+    """Canonical outputs by cache_key: in memory, and in `directory` when one is set.
+
+    The outputs decide verdicts, so an entry on disk is checked against its content before it is
+    used, never trusted for its name: `<key>.json` (the outputs) has a `<key>.sha256` beside it
+    with the sha256 of the outputs file's bytes and the number of outputs per test set. A missing or
+    different digest, a wrong length, malformed JSON or an output that does not decode is said in
+    one line on stderr and the entry is recomputed (the canonical solution is run again)."""
 
     def __init__(self) -> None:
         self.directory: Path | None = None
         self.memory: dict[str, dict[str, list]] = {}
 
-    def get(self, key: str) -> dict[str, list] | None:
-        if key in self.memory:
-            return self.memory[key]
+    def get(self, key: str, shape: dict[str, int] | None = None) -> dict[str, list] | None:
+        if key in self.memory:  # checked fully when it was put or read; here only its lengths
+            got = self.memory[key]
+            if shape is None or {k: len(v) for k, v in got.items()} == shape:
+                return got
+            del self.memory[key]
         if self.directory is not None:
             f = self.directory / f"{key}.json"
-            if f.is_file():
-                try:
-                    self.memory[key] = json.loads(f.read_text())
+            if f.is_file() or (self.directory / f"{key}.sha256").is_file():
+                why = self._read(key, shape)
+                if why is None:
                     return self.memory[key]
-                except (OSError, ValueError):
-                    pass  # a torn file: recompute
+                print(f"[boundlab] evalplus: the cached expected outputs {f} fail their check ({why}); "
+                      f"recomputing them", file=sys.stderr, flush=True)
         return None
 
+    def _read(self, key: str, shape: dict[str, int] | None) -> str | None:
+        """Load the entry into memory; why it is unusable, or None."""
+        assert self.directory is not None
+        try:
+            blob = (self.directory / f"{key}.json").read_bytes()
+            check = json.loads((self.directory / f"{key}.sha256").read_text())
+        except FileNotFoundError as e:
+            return f"{Path(e.filename).name} is missing"
+        except (OSError, ValueError) as e:
+            return f"unreadable: {e}"
+        if not isinstance(check, dict) or check.get("sha256") != hashlib.sha256(blob).hexdigest():
+            return "its sha256 does not match its content"
+        try:
+            value = json.loads(blob)
+        except ValueError as e:
+            return f"malformed JSON: {e}"
+        why = check_expected(value, shape)
+        if why is None and check.get("shape") != {k: len(v) for k, v in value.items()}:
+            why = "its lengths do not match its record"
+        if why is None:
+            self.memory[key] = value
+        return why
+
     def put(self, key: str, value: dict[str, list]) -> None:
+        why = check_expected(value)
+        if why is not None:
+            raise DataError(f"evalplus expected outputs for {key}: {why}")
         self.memory[key] = value
         if self.directory is not None:
             self.directory.mkdir(parents=True, exist_ok=True)
-            tmp = self.directory / f".{key}.{os.getpid()}.tmp"
-            tmp.write_text(json.dumps(value))
-            os.replace(tmp, self.directory / f"{key}.json")
+            blob = json.dumps(value).encode()
+            check = {"sha256": hashlib.sha256(blob).hexdigest(), "shape": {k: len(v) for k, v in value.items()}}
+            for name, data in ((f"{key}.json", blob), (f"{key}.sha256", json.dumps(check).encode())):
+                tmp = self.directory / f".{name}.{os.getpid()}.tmp"
+                tmp.write_bytes(data)
+                os.replace(tmp, self.directory / name)
 
 
 def limits(times: list[float]) -> list[float]:

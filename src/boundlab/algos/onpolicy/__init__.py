@@ -70,7 +70,7 @@ from boundlab.config import ConfigError
 __all__ = ["ADV_ESTIMATORS", "CRITIC_DIR", "RECIPES", "OnPolicySettings", "OnPolicyTrainer",
            "PolicyWithCritic", "Recipe", "Rollouts", "RoundSampler", "build_critic", "build_onpolicy",
            "load_critic", "load_reference", "settings_from_cfg", "PPO", "REINFORCE_PP",
-           "REINFORCE_PP_BASELINE", "REMAX", "DAPO", "PASSK_GRPO", "WEIGHTED_REINFORCE", "NSR"]
+           "REINFORCE_PP_BASELINE", "REMAX", "DAPO", "PASSK_GRPO", "WEIGHTED_REINFORCE", "NSR", "PKPO"]
 
 
 def load_reference(cfg: Any) -> nn.Module:
@@ -124,3 +124,4 @@ DAPO = _algorithm("dapo")
 PASSK_GRPO = _algorithm("passk_grpo")
 WEIGHTED_REINFORCE = _algorithm("weighted_reinforce")
 NSR = _algorithm("nsr")
+PKPO = _algorithm("pkpo")

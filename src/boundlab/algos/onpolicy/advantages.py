@@ -55,6 +55,13 @@ def _adv_passk(b: Rollouts, s: OnPolicySettings, kl: Optional[Tensor], all_reduc
     return adv.to(b.completion_mask.dtype).unsqueeze(1) * b.completion_mask, None
 
 
+@ADV_ESTIMATORS.register("pkpo")
+def _adv_pkpo(b: Rollouts, s: OnPolicySettings, kl: Optional[Tensor], all_reduce: Any):
+    # s.passk_k is this step's k (the trainer anneals it: OnPolicySettings.at_step).
+    adv = O.pkpo_advantages(b.scores.view(-1, s.rollouts) > 0.5, s.passk_k).view(-1)
+    return adv.to(b.completion_mask.dtype).unsqueeze(1) * b.completion_mask, None
+
+
 @ADV_ESTIMATORS.register("weighted_reinforce")
 def _adv_weighted_reinforce(b: Rollouts, s: OnPolicySettings, kl: Optional[Tensor], all_reduce: Any):
     adv = O.weighted_reinforce_advantages(b.scores > 0.5, s.positive_weight)

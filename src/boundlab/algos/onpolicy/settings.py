@@ -4,7 +4,7 @@ also the algorithms' start-up check: every combination the trainer cannot honour
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from boundlab.algos import objectives as O
@@ -34,6 +34,8 @@ RECIPES: dict[str, Recipe] = {
     "dapo": Recipe("group", needs_groups=True, kl_where="loss"),
     # Remedies (issue 14): one advantage per sequence, so KL goes in the loss.
     "passk_grpo": Recipe("passk", needs_groups=True, kl_where="loss"),
+    # PKPO (issue 39): the unbiased pass@k gradient with a leave-one-out baseline; k may anneal.
+    "pkpo": Recipe("pkpo", needs_groups=True, kl_where="loss"),
     "weighted_reinforce": Recipe("weighted_reinforce", kl_where="loss"),
     # Weighted-REINFORCE at positive_weight 0: pure negative-sample reinforcement, named so its runs
     # are told apart from weighted_reinforce's in reports.
@@ -44,7 +46,7 @@ RECIPES: dict[str, Recipe] = {
 # correct sample could be read as wrong).
 _SHAPEABLE = ("group", "reinforce_pp_baseline")
 # Estimators with one advantage per sequence: a per-token KL reward has no place in them.
-_SEQUENCE_LEVEL = ("group", "passk", "weighted_reinforce")
+_SEQUENCE_LEVEL = ("group", "passk", "pkpo", "weighted_reinforce")
 
 
 @dataclass(frozen=True)
@@ -75,11 +77,22 @@ class OnPolicySettings:
     overlong_buffer: int
     overlong_penalty: float
     passk_k: int = 1
+    # pkpo: k at the last step (None: k stays passk_k); see at_step.
+    passk_k_final: Optional[int] = None
     positive_weight: float = 0.1
     entropy_coef: float = 0.0
     unlikeliness: float = 0.0
     # rollout=vllm_*: TRL VLLMGeneration's arguments (boundlab.algos.rollout); None = generate.
     vllm: Optional[dict] = None
+
+
+    def at_step(self, step: int, max_steps: int) -> "OnPolicySettings":
+        """The settings for optimizer step `step` of `max_steps`: pkpo's k annealed linearly from
+        passk_k to passk_k_final (a pure function of the step, so a resumed run anneals exactly as an
+        uninterrupted one)."""
+        if self.estimator != "pkpo" or self.passk_k_final is None:
+            return self
+        return replace(self, passk_k=O.annealed_k(self.passk_k, self.passk_k_final, step, max_steps))
 
 
 # TRL's loss_type names, mapped to the two aggregations this trainer implements.
@@ -128,6 +141,13 @@ def settings_from_cfg(name: str, cfg: Any) -> OnPolicySettings:
         bad(f"algo.onpolicy.passk_k ({o.passk_k}) must be in [1, algo.rollouts ({a.rollouts})): the reward is "
             f"the pass@k of each prompt's rollouts, and at k = rollouts every sample of a group gets the same "
             f"advantage (0), so nothing would be learned")
+    if recipe.estimator == "pkpo":
+        for what, k in (("passk_k", o.passk_k), ("passk_k_final", o.passk_k_final)):
+            if k is not None and not 1 <= k < a.rollouts:
+                bad(f"algo.onpolicy.{what} ({k}) must be in [1, algo.rollouts ({a.rollouts})): PKPO's baseline "
+                    f"is the pass@k of the other algo.rollouts - 1 samples of the prompt")
+    elif o.passk_k_final is not None:
+        bad("algo.onpolicy.passk_k_final anneals PKPO's k; use it with algo=pkpo")
     if recipe.estimator == "weighted_reinforce" and o.positive_weight < 0:
         bad(f"algo.onpolicy.positive_weight must be >= 0 (0 is pure negative-sample reinforcement), not "
             f"{o.positive_weight}")
@@ -139,7 +159,7 @@ def settings_from_cfg(name: str, cfg: Any) -> OnPolicySettings:
         bad(f"algo.shaping.unlikeliness={beta} needs a group algorithm that reads reward values (dapo, "
             f"reinforce_pp_baseline here; grpo, dr_grpo, rloo on TRL): this one "
             + ("reads 0/1 verdicts (a score above 0.5), which a shaped reward could flip"
-               if recipe.estimator in ("passk", "weighted_reinforce") else "has no groups to rank in"))
+               if recipe.estimator in ("passk", "pkpo", "weighted_reinforce") else "has no groups to rank in"))
     check_rollout(name, cfg, greedy_baseline=recipe.greedy_baseline)
     eps_high = o.epsilon if o.epsilon_high is None else o.epsilon_high
     if o.epsilon <= 0 or eps_high <= 0:
@@ -178,7 +198,8 @@ def settings_from_cfg(name: str, cfg: Any) -> OnPolicySettings:
         greedy_baseline=recipe.greedy_baseline, dynamic_sampling=bool(o.dynamic_sampling),
         max_refill_rounds=int(o.max_refill_rounds),
         overlong_buffer=o.overlong_buffer, overlong_penalty=o.overlong_penalty,
-        passk_k=int(o.passk_k), positive_weight=float(o.positive_weight),
+        passk_k=int(o.passk_k),
+        passk_k_final=None if o.passk_k_final is None else int(o.passk_k_final), positive_weight=float(o.positive_weight),
         entropy_coef=float(a.entropy_coef), unlikeliness=beta,
         vllm=vllm_generation_args(cfg) if uses_vllm(cfg) else None,
     )

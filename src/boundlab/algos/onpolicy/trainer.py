@@ -179,7 +179,10 @@ class OnPolicyTrainer(Trainer):
             kl_reward = O.kl_per_token(batch.old_logp, batch.ref_logp, s.kl_estimator) * mask
             self._metrics["kl"].append(float(self._mean_all(kl_reward, mask)))
         estimator: Estimator = ADV_ESTIMATORS.get(s.estimator)
-        batch.advantages, batch.returns = estimator(batch, s, kl_reward, self._all_reduce())
+        s_now = s.at_step(self.state.global_step, self.state.max_steps)
+        batch.advantages, batch.returns = estimator(batch, s_now, kl_reward, self._all_reduce())
+        if s.estimator == "pkpo":
+            self._metrics["pkpo_k"].append(float(s_now.passk_k))
         if s.critic:
             ev = O.explained_variance(batch.old_values, batch.returns, mask)
             self._metrics["explained_variance"].append(float(ev))

@@ -94,6 +94,30 @@ function colourBy(values) {  // numeric values: a ramp; others: a palette
   return (v) => PALETTE[uniq.indexOf(String(v)) % PALETTE.length];
 }
 
+// Axes every view shares. k on a log axis is labelled at 1, 2, 4, ..., n (plotly's own log ticks
+// read "... 9, 10, 2, 3" with 2 meaning 20); a step axis shows the steps probed, never 2.5; the top
+// margin leaves room for plotly's toolbar above the legend.
+const TOP = 40;
+function pow2Ticks(n) {
+  const t = [];
+  for (let k = 1; k < n; k *= 2) t.push(k);
+  if (n >= 1) t.push(n);
+  return t;
+}
+function logKAxis(n, title) {
+  const t = pow2Ticks(Math.max(1, n));
+  return { type: "log", title: { text: title }, tickmode: "array", tickvals: t, ticktext: t.map(String),
+    range: [-0.05, Math.log10(Math.max(2, n)) + 0.05] };
+}
+function stepAxis(steps, title) {
+  const uniq = [...new Set(steps)].sort((a, b) => a - b);
+  // up to a dozen probed steps: each one a tick; more span >= 11 steps, where plotly's own ticks
+  // are whole numbers
+  return uniq.length && uniq.length <= 12
+    ? { title: { text: title }, tickmode: "array", tickvals: uniq, ticktext: uniq.map(String) }
+    : { title: { text: title }, tickformat: "d" };
+}
+
 function band(ks, low, high, name, colour) {
   return [
     { x: ks, y: high, mode: "lines", line: { width: 0 }, showlegend: false, hoverinfo: "skip", name: name + " hi" },
@@ -163,7 +187,8 @@ async function drawBoundary(bandsFetched) {
   };
   const div = document.getElementById("plot-boundary");
   div.setAttribute("data-step", sel ? sel.step : "");
-  const layout = { margin: { t: 10 }, xaxis: { type: "log", title: { text: "k" } },
+  const nMax = Math.max(1, ...[base, nul, ...cks].filter(Boolean).map((p) => p.curve.length));
+  const layout = { margin: { t: TOP }, xaxis: logKAxis(nMax, "k"),
     yaxis: { title: { text: "pass@k (" + (base ? base.metric : "") + ")" }, range: [0, 1.02] }, legend: { orientation: "v" } };
   // Until plotly is there, the curves are sketched at once and the bands added when they come (a
   // store that no counts index knows yet is counted for them: seconds).
@@ -185,7 +210,8 @@ async function drawSteps() {
   const traces = [
     { x, y: cks.map((p) => p["pass@1"]), error_y: err("pass@1"), mode: "lines+markers", name: "pass@1", line: { color: "#1f77b4" } },
     { x, y: cks.map((p) => p["pass@n"]), error_y: err("pass@n"), mode: "lines+markers", name: "pass@" + n, line: { color: "#d62728" } },
-    { x, y: cks.map((p) => p.crossing_k), mode: "markers", name: "crossing k", yaxis: "y2", marker: { symbol: "x", size: 10, color: "#2ca02c" } },
+    { x, y: cks.map((p) => p.crossing_k), mode: "markers", yaxis: "y2", marker: { symbol: "x", size: 10, color: "#2ca02c" },
+      name: cks.some((p) => p.crossing_k !== null && p.crossing_k !== undefined) ? "crossing k" : "crossing k (none: no curve crosses the base)" },
   ];
   const shapes = [];
   if (base) {
@@ -194,9 +220,13 @@ async function drawSteps() {
       traces.push({ x: [null], y: [null], mode: "lines", line: { color: c, dash: "dash" }, name: "base " + (key === "pass@n" ? "pass@" + n : key) });
     }
   }
-  await render("plot-steps", traces, { margin: { t: 10 }, shapes, xaxis: { title: { text: "training step" } },
+  // The crossing k lies in 1..n: that axis has fixed ticks even when no checkpoint has one (plotly's
+  // autorange over no data drew "2, 7, 3, 122.3813, 5, 2").
+  const nK = typeof n === "number" ? n : 1;
+  await render("plot-steps", traces, { margin: { t: TOP }, shapes, xaxis: stepAxis(x, "training step"),
     yaxis: { title: { text: "pass@k" }, range: [0, 1.02] },
-    yaxis2: { title: { text: "crossing k" }, overlaying: "y", side: "right", type: "log" } });
+    yaxis2: { ...logKAxis(nK, "crossing k"), overlaying: "y", side: "right" },
+    legend: { x: 1.07, xanchor: "left" } });  // right of the crossing-k axis's title, not over it
 }
 
 // -- view 3 -----------------------------------------------------------------------------------
@@ -206,7 +236,12 @@ function drawMap() {
   if (!m || !m.has_store) { t.appendChild(el("caption", {}, "No probe store found for this run (pass --store)")); return; }
   const head = el("tr");
   head.appendChild(el("th", {}, "problem"));
-  m.columns.forEach((c) => head.appendChild(el("th", {}, c.kind === "checkpoint" ? "step " + c.step : c.kind)));
+  m.columns.forEach((c) => head.appendChild(el("th", {}, (c.kind === "checkpoint" ? "step " + c.step : c.kind)
+    + (c.unlike_base && c.unlike_base.length ? " (unlike base)" : ""))));
+  // Lost/gained against a base probed with other settings: named under the table (boundlab.probe.alike).
+  const unlike = m.columns.filter((c) => c.unlike_base && c.unlike_base.length)
+    .map((c) => (c.kind === "checkpoint" ? "step " + c.step : c.kind) + " was probed unlike the base: " + c.unlike_base.join("; "));
+  if (unlike.length) t.appendChild(el("caption", { class: "note", style: "caption-side: bottom" }, unlike.join(" · ")));
   const thead = el("thead"); thead.appendChild(head); t.appendChild(thead);
   const tb = el("tbody");
   const lost = m.columns.map((c) => new Set(c.lost)), gained = m.columns.map((c) => new Set(c.gained));
@@ -276,6 +311,9 @@ async function drawGroups() {
   const t = document.getElementById("groups-table");
   t.replaceChildren();
   const Plotly = await plotlyReady();
+  const plot = document.getElementById("plot-groups");
+  // no tags: the caption alone, not an empty plot box
+  plot.style.display = probes.length ? "" : "none";
   if (!probes.length) { Plotly.purge("plot-groups"); t.appendChild(el("caption", {}, "This run's task has no per-problem tag (task.group_by).")); return; }
   const tags = Object.keys(probes[0].groups), n = probes[0].n;
   const col = colourBy(tags);
@@ -287,7 +325,7 @@ async function drawGroups() {
     traces.push({ x, y: cks.map((p) => (p.groups[tag] || {})["pass@1"]), mode: "lines", name: tag + " pass@1", line: { color: col(tag), dash: "dot" } });
     if (base && cks.length) traces.push({ x: [x[0], x[x.length - 1]], y: [base.groups[tag]["pass@n"], base.groups[tag]["pass@n"]], mode: "lines", line: { color: col(tag), dash: "dash", width: 1 }, name: tag + " base pass@" + n });
   }
-  await Plotly.react("plot-groups", traces, { margin: { t: 10 }, xaxis: { title: { text: "training step" } }, yaxis: { title: { text: "pass@k by " + probes[0].group_by }, range: [0, 1.02] } });
+  await Plotly.react("plot-groups", traces, { margin: { t: TOP }, xaxis: stepAxis(cks.map((p) => p.step), "training step"), yaxis: { title: { text: "pass@k by " + probes[0].group_by }, range: [0, 1.02] } });
   const head = el("tr");
   ["probe", probes[0].group_by, "problems", "pass@1", "pass@" + n, "d pass@" + n, "lost", "gained"].forEach((h) => head.appendChild(el("th", {}, h)));
   t.appendChild(head);
@@ -326,8 +364,16 @@ async function drawSweeps() {
         steps.push({ x: r.steps, y: r["pass@1"], mode: "lines", name: name + " pass@1", line: { color: col(val(r)), dash: "dot" } });
         if (r.last_curve) curves.push({ x: r.last_curve.map((_, i) => i + 1), y: r.last_curve, mode: "lines", name: name + " last checkpoint", line: { color: col(val(r)) } });
       }
-      Plotly.react(a, steps, { margin: { t: 30 }, title: { text: "pass@1 (dotted) and pass@n over steps" }, xaxis: { title: { text: "step" } }, yaxis: { range: [0, 1.02] } });
-      Plotly.react(b, curves, { margin: { t: 30 }, title: { text: "pass@k of each run's last checkpoint" }, xaxis: { type: "log", title: { text: "k" } }, yaxis: { range: [0, 1.02] } });
+      // each distinct base once (a sweep usually shares one), in black, dashed
+      const bases = new Map();
+      for (const r of s.runs) if (r.base_curve && !bases.has(r.base_key || r.label)) bases.set(r.base_key || r.label, r);
+      for (const r of bases.values()) {
+        curves.push({ x: r.base_curve.map((_, i) => i + 1), y: r.base_curve, mode: "lines", line: { color: "#000", dash: "dash", width: 2 },
+          name: bases.size > 1 ? "base of " + r.label : "base" });
+      }
+      const nK = Math.max(1, ...s.runs.map((r) => (r.last_curve ? r.last_curve.length : 1)));
+      Plotly.react(a, steps, { margin: { t: TOP + 20 }, title: { text: "pass@1 (dotted) and pass@n over steps" }, xaxis: stepAxis(s.runs.flatMap((r) => r.steps), "step"), yaxis: { range: [0, 1.02] } });
+      Plotly.react(b, curves, { margin: { t: TOP + 20 }, title: { text: "pass@k of each run's last checkpoint" }, xaxis: logKAxis(nK, "k"), yaxis: { range: [0, 1.02] } });
     };
     pick.addEventListener("change", draw);
     draw();

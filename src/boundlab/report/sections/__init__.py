@@ -13,8 +13,8 @@ from typing import Callable
 
 from boundlab.report.comparisons import Report
 from boundlab.report.document import Doc
-from boundlab.report.sections import (algorithms, breakdown, cases, coverage, dse, passk,
-                                      perplexity, progression, remedies)
+from boundlab.report.sections import (algorithms, breakdown, cases, coverage, dse, mechanism,
+                                      passk, perplexity, progression, remedies)
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ SECTIONS: list[Section] = [
     Section("Case studies", cases.render),
     Section("Breakdown by problem tag", breakdown.render),
     Section("Remedies: pass@1 against the boundary", remedies.render),
+    Section("Mechanism per problem and luck", mechanism.render),
 ]
 
 

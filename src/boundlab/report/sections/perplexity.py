@@ -58,7 +58,8 @@ def scorer(cfg: Any, inputs: Inputs) -> tuple[Any, str]:
 def render(r: Report, d: Doc) -> None:
     from boundlab.models import load_model, load_tokenizer
     from boundlab.probe.app import set_threads
-    from boundlab.report.perplexity import perplexity, response_logprobs, sample_responses
+    from boundlab.report.perplexity import (draw_per_tag, perplexity, response_logprobs,
+                                            sample_responses)
     from boundlab.report.plots import plot_perplexity
     from boundlab.sampling import pick_device
 
@@ -92,6 +93,10 @@ def render(r: Report, d: Doc) -> None:
         groups.append(("teacher", r.inputs.teacher))
     id_set = set(r.ids)
     summary_rows, resp_rows, values = [], [], {}
+    # Fig. 6 per tag (the task's breakdown field, toy2's tier): up to perplexity.samples per tier.
+    tag_field = next(iter(r.tags), None)
+    tag_of = r.tags.get(tag_field, {}) if tag_field else {}
+    by_tag: dict[str, dict[str, list[float]]] = {}
     for label, entry in groups:
         rows = [SimpleNamespace(problem_id=pid, idx=idx, correct=ok)
                 for pid, idx, ok in r.store.sample_index(entry.key) if pid in id_set]
@@ -99,10 +104,19 @@ def render(r: Report, d: Doc) -> None:
         if pc.only_correct:
             rows = [s for s in rows if s.correct]
         picked = sample_responses(rows, pc.samples, pc.seed)
-        pairs = [(r.task.render(r.task.by_id(s.problem_id), tok),
-                  r.store.sample_text(entry.key, s.problem_id, s.idx)) for s in picked]
-        lps = response_logprobs(model, tok, pairs, pc.batch_tokens)
+        per_tag = draw_per_tag(rows, tag_of, pc.samples, pc.seed) if tag_of else {}
+        # Every drawn response is scored once, whether the overall draw or a tier's drew it.
+        todo = {(s.problem_id, s.idx): s for s in picked}
+        todo.update({(s.problem_id, s.idx): s for v in per_tag.values() for s in v})
+        order = sorted(todo)
+        pairs = [(r.task.render(r.task.by_id(pid), tok), r.store.sample_text(entry.key, pid, idx))
+                 for pid, idx in order]
+        scored = dict(zip(order, response_logprobs(model, tok, pairs, pc.batch_tokens)))
+        lps = [scored[(s.problem_id, s.idx)] for s in picked]
         ppl = [perplexity(lp) for lp in lps]
+        for tag, drawn in per_tag.items():
+            vals = [perplexity(scored[(s.problem_id, s.idx)]) for s in drawn]
+            by_tag.setdefault(tag, {})[label] = [v for v in vals if math.isfinite(v)]
         kept = [v for v in ppl if math.isfinite(v)]
         values[label] = kept
         st = A.box_stats(kept)
@@ -119,5 +133,38 @@ def render(r: Report, d: Doc) -> None:
             caption=f"Scored by {path}. available: {which} in the store on the report's problems.")
     d.csv(Table("perplexity_responses", ["group", "problem_id", "idx", "tokens", "perplexity"], resp_rows))
     d.add("Each scored response: [perplexity_responses.csv](perplexity_responses.csv).")
+    if by_tag:
+        _per_tag(d, tag_field, by_tag, which, r.metric, [g[0] for g in groups])
     for label, st_row in zip([g[0] for g in groups], summary_rows):
         r.summary[f"report/perplexity/{label}/median"] = st_row[6]
+
+
+def _per_tag(d: Doc, field: str, by_tag: dict[str, dict[str, list[float]]], which: str, metric: str,
+             labels: list[str]) -> None:
+    """Fig. 6 per tag: one box per (tag, group), and its table."""
+    from boundlab.report.plots import plot_perplexity
+
+    d.add(f"### By `{field}`")
+    reason = ("Across tiers this comparison only reflects the tier mix: a strict-correct response is "
+              "the one canonical trace of its problem, the same text whichever model wrote it, so its "
+              "perplexity under the base is fixed per problem, and a group's overall median moves with "
+              "how many of its correct responses come from each tier (tiers differ in trace length and "
+              "in the rare decisions a trace holds). Only within one tier can groups be compared, "
+              "and there it reflects which problems each solves, not new reasoning."
+              if metric == "strict" else
+              f"Across values of `{field}` the overall medians mix problems of different kinds: "
+              f"compare groups within one value.")
+    rows, values = [], {}
+    for tag in by_tag:
+        for label in labels:
+            vals = by_tag[tag].get(label, [])
+            st = A.box_stats(vals)
+            rows.append([tag, label, st["count"], st["median"], st["mean"], st["q1"], st["q3"]])
+            values[f"{label} | {tag}"] = vals
+    png = plot_perplexity(values, d.out / f"perplexity_by_{field}.png",
+                          title=f"Base-model perplexity of {which}, by {field}")
+    d.figure(png, f"perplexity by {field}")
+    d.table(Table(f"perplexity_by_{field}", [field, "group", "scored", "median", "mean", "q1", "q3"],
+                  rows),
+            caption=f"Up to the same number of {which} per {field} and group, drawn with the same "
+                    f"seed. {reason}")

@@ -20,14 +20,17 @@ from typing import Any
 import numpy as np
 
 from boundlab.probe.estimator import bootstrap_ci, bootstrap_diff_ci
+from boundlab.probe.significance import classify
 from boundlab.report import analysis as A
+from boundlab.report import arm_intervals
 from boundlab.report.comparisons import Report
 from boundlab.report.document import Doc, Table
 
 ALL = "all"
 COLUMNS = ["run", "arm", "algo", "step", "tier", "problems", "n", "pass@1", "pass@1_ci_low", "pass@1_ci_high",
            "pass@n", "pass@n_ci_low", "pass@n_ci_high", "delta_pass@1", "delta_pass@1_ci_low",
-           "delta_pass@1_ci_high", "delta_pass@n", "delta_pass@n_ci_low", "delta_pass@n_ci_high"]
+           "delta_pass@1_ci_high", "delta_pass@n", "delta_pass@n_ci_low", "delta_pass@n_ci_high",
+           "delta_pass@1_label", "delta_pass@n_label"]
 
 
 def arm_of(label: str, algo: str) -> str:
@@ -49,17 +52,19 @@ def tier_rows(tags: dict[str, str] | None, ids: list[str]) -> dict[str, np.ndarr
 
 
 def compare_tiers(base_pp: np.ndarray, pp: np.ndarray, groups: dict[str, np.ndarray], iters: int,
-                  ci: float, seed: int = 0) -> dict[str, dict[str, Any]]:
+                  ci: float, seed: int = 0, diff_iters: int | None = None) -> dict[str, dict[str, Any]]:
     """Per tier: pass@1 and pass@n of `pp` (problems x k, per-problem pass@k) with bootstrap CIs,
-    and their paired differences to `base_pp` with CIs, at n = the smaller of the two probes' k."""
+    and their paired differences to `base_pp` with CIs, at n = the smaller of the two probes' k.
+    The differences (what the mark reads) take `diff_iters` resamples (default `iters`)."""
     k = min(base_pp.shape[1], pp.shape[1])
     alpha = 1 - ci
+    diters = iters if diff_iters is None else diff_iters
     out = {}
     for tier, rows in groups.items():
         a, b = pp[rows][:, [0, k - 1]], base_pp[rows][:, [0, k - 1]]
         lo, hi = bootstrap_ci(a, iters=iters, alpha=alpha, seed=seed)
-        d1 = bootstrap_diff_ci(a[:, 0], b[:, 0], iters=iters, alpha=alpha, seed=seed)
-        dn = bootstrap_diff_ci(a[:, 1], b[:, 1], iters=iters, alpha=alpha, seed=seed)
+        d1 = bootstrap_diff_ci(a[:, 0], b[:, 0], iters=diters, alpha=alpha, seed=seed)
+        dn = bootstrap_diff_ci(a[:, 1], b[:, 1], iters=diters, alpha=alpha, seed=seed)
         out[tier] = {"problems": len(rows), "n": k, "pass@1": float(a[:, 0].mean()), "pass@1_ci": (lo[0], hi[0]),
                      "pass@n": float(a[:, 1].mean()), "pass@n_ci": (lo[1], hi[1]), "delta_pass@1": d1,
                      "delta_pass@n": dn}
@@ -76,8 +81,10 @@ def verdict(tiers: dict[str, dict[str, Any]]) -> tuple[bool, list[str], bool]:
 def _row(run: str, arm: str, algo: str, step: Any, tier: str, v: dict[str, Any], base: bool = False) -> list:
     d1 = (None, None, None) if base else v["delta_pass@1"]
     dn = (None, None, None) if base else v["delta_pass@n"]
+    # Each Δ's label by the unresolved rule (boundlab.probe.significance; one problem = 1/N of the tier).
+    labels = [None, None] if base else [classify(d[1], d[2], v["problems"]) for d in (d1, dn)]
     return [run, arm, algo, step, tier, v["problems"], v["n"], v["pass@1"], *v["pass@1_ci"], v["pass@n"],
-            *v["pass@n_ci"], *d1, *dn]
+            *v["pass@n_ci"], *d1, *dn, *labels]
 
 
 def render(r: Report, d: Doc) -> None:
@@ -97,8 +104,10 @@ def render(r: Report, d: Doc) -> None:
           f"differences to the base (Δ = checkpoint − base, the same problems resampled for both). "
           f"**Marked**: Δpass@1 on all problems significantly above 0 (its interval excludes 0) and no "
           f"{field or 'problem set'} whose Δpass@n interval lies below 0. Null rows are the base probed "
-          f"again with another seed: what chance alone gives.")
-    iters, seed = cfg.bootstrap_iters, cfg.seed
+          f"again with another seed: what chance alone gives. Each Δ in remedies.csv also has a label: gain / "
+          f"loss only when its interval excludes 0 by more than one problem (1/N of the {field or 'problem set'}), "
+          f"unresolved when it excludes 0 within one problem, no effect resolved when it contains 0.")
+    iters, seed, diters = cfg.bootstrap_iters, cfg.seed, int(cfg.delta_bootstrap_iters)
     base_t = compare_tiers(base.per_problem, base.per_problem, groups, iters, cfg.ci, seed)
     rows = [_row("base", "base", "", 0, t, v, base=True) for t, v in base_t.items()]
     verdicts, points = [], []
@@ -107,7 +116,8 @@ def render(r: Report, d: Doc) -> None:
         todo = ([("null", run.null[1])] if run.null is not None else []) + \
             [(step, key) for step, key, _ in run.checkpoints]
         for step, key in todo:
-            tiers = compare_tiers(base.per_problem, run.summaries[key].per_problem, groups, iters, cfg.ci, seed)
+            tiers = compare_tiers(base.per_problem, run.summaries[key].per_problem, groups, iters, cfg.ci, seed,
+                                  diters)
             rows += [_row(run.label, arm, run.algo, step, t, v) for t, v in tiers.items()]
             raised, shrunk, marked = verdict(tiers)
             a = tiers[ALL]
@@ -143,3 +153,4 @@ def render(r: Report, d: Doc) -> None:
                         title=f"pass@1 against pass@{n}: one point per run and checkpoint",
                         ylabel=f"pass@{n}")
     d.figure(png, "pass@1 vs pass@n trade-off")
+    arm_intervals.render(r, d, groups, field)
