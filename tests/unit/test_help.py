@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
 USER_GROUPS = ["algo", "model", "task", "probe", "sampler", "rollout", "logger", "backend", "experiment", "debug"]
-INTERNAL = ["schema", "arm", "remedy"]
+INTERNAL = ["schema", "arm", "remedy", "lr_search"]  # the typed schemas; experiment arms
 
 
 @pytest.fixture(scope="module")
