@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -28,6 +30,7 @@ def test_core_registries_import_no_entries_and_not_the_toy_world():
     assert r.stdout.splitlines() == ["[] []", "False"]
 
 
+@pytest.mark.slow  # minutes under load (see README: the fast subset)
 def test_builtins_registers_every_built_in():
     r = _py("import boundlab.builtins\n"
             "from boundlab.tasks import TASKS\nfrom boundlab.verify import VERIFIERS\n"

@@ -6,7 +6,7 @@ import pytest
 
 from boundlab.tasks.base import Problem
 from boundlab.verify import build_verifier
-from boundlab.verify.math_worker import plain_math_verify
+from boundlab.verify.math_worker import _RETRY_FACTOR, plain_math_verify
 
 
 @pytest.fixture(scope="module")
@@ -78,13 +78,18 @@ def test_agrees_with_plain_math_verify(verifier):
     "2^{2^{2^{2^{2^{2}}}}}",
     "{" * 200 + "1" + "}" * 200,
 ])
-def test_pathological_answers_get_a_verdict_within_about_2s(verifier, answer):
-    t = time.perf_counter()
+def test_pathological_answers_get_a_verdict_bounded_by_the_deadline(verifier, answer):
+    # The mechanism, not the wall clock (a loaded machine stretches that): the parent, which has no
+    # deadline, does almost none of the work (CPU time), and a call the pool killed at its hard
+    # deadline (2 s, or the longer one of a retry after starvation) used no more CPU than it allows.
+    t = time.process_time()
     v = verifier.score(P("1"), [f"\\boxed{{{answer}}}"])[0]
-    elapsed = time.perf_counter() - t
+    parent_cpu = time.process_time() - t
     assert not v.correct
     assert v.outcome in {"wrong", "timeout", "too_long", "error"}
-    assert elapsed < 2.6, elapsed
+    assert parent_cpu < 0.5, parent_cpu
+    for cpu in verifier.pool.killed_cpu_s.values():
+        assert cpu is None or cpu <= verifier.pool.deadline_s * _RETRY_FACTOR + 0.5, cpu
 
 
 def test_worker_killed_on_deadline_is_replaced():
@@ -207,6 +212,7 @@ PROFILE_ANSWERS = ["0", "-0", "0.0", "5", "-5", "5.0", "+5", "5.", "007", "0.5",
                    r"\sqrt[3]{2}", r"\frac{1}{\sqrt{2}}", r"\pi+1", r"\sqrt{2}+1", r"5\sqrt{1}"]
 
 
+@pytest.mark.slow  # minutes under load (see README: the fast subset)
 def test_gold_profiles_agree_with_math_verify():
     """Whatever a gold's profile decides (an identical answer; a plain number against a
     closed-form constant, a tuple, a set, a polynomial, a symbol) is math-verify's verdict."""
@@ -247,6 +253,7 @@ def test_gold_profiles_agree_with_math_verify():
         assert _profile(gold).verdict("1") is None, gold
 
 
+@pytest.mark.slow  # minutes under load (see README: the fast subset)
 def test_values_apart_agrees_with_math_verify():
     """The worker's shortcut (`_values_apart`, no `verify` call) is math-verify's verdict."""
     from math_verify import parse

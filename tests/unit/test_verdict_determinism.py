@@ -171,6 +171,7 @@ def test_an_answer_that_needs_more_than_the_budget_is_timeout_and_not_cached():
         v.close()
 
 
+@pytest.mark.slow  # minutes under load (see README: the fast subset)
 def test_scoring_a_file_twice_under_load_stores_identical_verdicts(slow_dir, tmp_path, capsys):
     task = Task("mini", [p for p, _ in ITEMS])
     path = tmp_path / "samples.jsonl"
