@@ -154,7 +154,7 @@ def test_a_run_dir_from_before_the_blocks_is_lifted_into_them(name):
     # The old files held every knob flat: the on-policy ones, then the policy-gradient ones as the
     # algorithm's own family set them.
     # (Knobs added after the blocks existed were never flat.)
-    old.update({k: v for k, v in algo["onpolicy"].items() if k not in ("passk_k", "positive_weight")})
+    old.update({k: v for k, v in algo["onpolicy"].items() if k not in ("passk_k", "passk_k_final", "positive_weight")})
     old.update(algo["grpo"] if family == "grpo" else {})
     old.update({("distill_beta" if k == "beta" else k): v for k, v in algo["distill"].items()})
     data["algo"] = old
@@ -166,7 +166,7 @@ def test_a_run_dir_from_before_the_blocks_is_lifted_into_them(name):
     got = cfg.algo
     # Knobs that were never flat (passk_k, positive_weight) cannot come from an old run: a lifted run
     # gets the schema's defaults for them (debug=smoke sets passk_k=2 in a fresh run); the rest match.
-    never_flat = ("passk_k", "positive_weight")
+    never_flat = ("passk_k", "passk_k_final", "positive_weight")
     if family == "onpolicy":
         from boundlab.config.training import OnPolicyConfig
 
