@@ -1,5 +1,5 @@
 """The boundary dashboard: `python dashboard.py RUN_OR_SWEEP_DIR... [--port 8050]`, or
-`--export FILE.html` for one self-contained file. See README, "Dashboard"."""
+`--export FILE.html` for one self-contained file. See docs/dashboard.md."""
 
 import sys
 

@@ -19,6 +19,11 @@ probe=toy` and the same with `probe.adaptive=true probe.n0=16`): samples of each
 own samples (the same draws: the design's own error, no sampling noise).
 
     python bench/bench_adaptive.py --quick          # simulated settings, under 3 minutes
+    python bench/bench_adaptive.py --quick --write  # and docs/bench/adaptive.json (harness shape)
+
+Beside the savings against the full fixed design (n = cap), the fair comparator: a fixed design with
+the adaptive run's average budget per problem (`equal_budget_m`), and the RMSE of pass@k at every k
+for both (`rmse_at`; the fixed design of m samples cannot report pass@k for k > m).
     python bench/bench_adaptive.py --reps 5000 --toy-store /tmp/store.sqlite
 """
 
@@ -27,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import time
 
 import numpy as np
@@ -66,6 +72,7 @@ def simulate(rates: np.ndarray, plan: AdaptivePlan, K: int, reps: int, seed: int
     truth = 1 - (1 - rates[:, None]) ** np.arange(1, K + 1)[None, :]
     truth = truth.mean(axis=0)
     rng = np.random.default_rng(seed)
+    ad_est = np.empty((reps, K))
     ad_sum, ad_sq = np.zeros(K), np.zeros(K)
     fx_sum, fx_sq = np.zeros(K), np.zeros(K)
     used = np.empty(reps)
@@ -85,12 +92,14 @@ def simulate(rates: np.ndarray, plan: AdaptivePlan, K: int, reps: int, seed: int
         if K > n0:
             est[n0:] = np.where(cert[:, None], 1.0, tc[c[:, -1], n0:]).mean(axis=0)
         fixed = tc[c[:, -1]].mean(axis=0)
+        ad_est[r] = est
         ad_sum += est
         ad_sq += est ** 2
         fx_sum += fixed
         fx_sq += fixed ** 2
         naive1[r], naive_used[r] = _naive(rates, naive_m, cap, rng)
     ad_bias, ad_se = _bias(ad_sum, ad_sq, reps, truth)
+    budget = equal_budget(rates, ad_est, truth, float(used.mean()) / P, K, reps, seed + 7)
     fx_bias, fx_se = _bias(fx_sum, fx_sq, reps, truth)
     j = int(np.argmax(np.abs(ad_bias)))
     nb = float(naive1.mean() - truth[0])
@@ -105,7 +114,33 @@ def simulate(rates: np.ndarray, plan: AdaptivePlan, K: int, reps: int, seed: int
             "fixed_bias_se": float(fx_se[int(np.argmax(np.abs(fx_bias)))]),
             "naive_m": naive_m, "naive_samples": float(naive_used.mean()),
             "naive_pass@1_bias": nb, "naive_pass@1_bias_se": float(naive1.std(ddof=1) / math.sqrt(reps)),
-            "truth_pass@1": float(truth[0]), f"truth_pass@{K}": float(truth[-1])}
+            "truth_pass@1": float(truth[0]), f"truth_pass@{K}": float(truth[-1]),
+            "ratio_per_rep": (P * cap / used).tolist(), **budget}
+
+
+def equal_budget(rates: np.ndarray, ad_est: np.ndarray, truth: np.ndarray, per_problem: float, K: int,
+                 reps: int, seed: int) -> dict:
+    """The fair comparator (issue 36, item 5): a fixed design with the adaptive run's average budget
+    per problem, m = round(average samples per problem), from fresh draws. Root-mean-square error
+    of pass@k over the replicates at every k, for both designs; a fixed design of m samples cannot
+    estimate pass@k for k > m at all (None there)."""
+    m = max(1, int(round(per_problem)))
+    top = min(m, K)
+    tm = pass_at_k_table(m, top)
+    rng = np.random.default_rng(seed)
+    sq = np.zeros(top)
+    for _ in range(reps):
+        est = tm[rng.binomial(m, rates)].mean(axis=0)
+        sq += (est - truth[:top]) ** 2
+    rmse_fixed = np.sqrt(sq / reps)
+    rmse_ad = np.sqrt(((ad_est - truth[None, :]) ** 2).mean(axis=0))
+    at = [k for k in (1, 4, 16, 64, 256, 1024) if k <= K]
+    return {"equal_budget_m": m,
+            "rmse_adaptive": [float(x) for x in rmse_ad],
+            "rmse_fixed_equal_budget": [float(x) for x in rmse_fixed] + [None] * (K - top),
+            "rmse_at": {str(k): {"adaptive": float(rmse_ad[k - 1]),
+                                 "fixed_equal_budget": float(rmse_fixed[k - 1]) if k <= top else None}
+                        for k in at}}
 
 
 def _bias(s: np.ndarray, sq: np.ndarray, reps: int, truth: np.ndarray):
@@ -184,6 +219,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--toy-store", help="a store with the toy world's fixed and adaptive probes")
     ap.add_argument("--toy-n0", type=int, default=16)
+    ap.add_argument("--write", action="store_true", help="also write docs/bench/adaptive.json (harness shape)")
     args = ap.parse_args()
     reps = 2000 if args.quick else args.reps
     plan = AdaptivePlan(n0=args.n0, cap=args.cap, epsilon=args.epsilon, delta=args.delta)
@@ -199,7 +235,35 @@ def main() -> None:
                      "delta": args.delta, "reps": reps, **res, "seconds": round(time.time() - t, 1)})
     if args.toy_store:
         runs.append(toy_real(args.toy_store, args.toy_n0, args.epsilon, args.delta))
+    if args.write:
+        write_figures(runs, args)
+    for r in runs:  # the per-replicate and per-k arrays go to the JSON file, not the console
+        r.pop("ratio_per_rep", None)
+        if args.write:
+            r.pop("rmse_adaptive", None)
+            r.pop("rmse_fixed_equal_budget", None)
     print(json.dumps({"bench": "adaptive", "runs": runs}, indent=1))
+
+
+def write_figures(runs: list, args) -> None:
+    """docs/bench/adaptive.json in the harness's shape: `adaptive_ratio_base|grpo` (samples saved
+    against the full fixed design, spread over the replicates); each run's RMSE at k of both designs
+    (one number each over the replicates, not a spread) sits in its `runs` entry."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from harness import spread, write
+
+    figures = {}
+    for r in runs:
+        if "ratio_per_rep" not in r:
+            continue
+        name = r["dist"].split(":")[0]
+        figures[f"adaptive_ratio_{name}"] = spread(r["ratio_per_rep"])
+    load = os.getloadavg()
+    write("adaptive", {"figures": figures, "load": {**spread(load), "unit": "1-minute load average"},
+                       "runs": [{k: v for k, v in r.items() if k != "ratio_per_rep"} for r in runs]})
 
 
 if __name__ == "__main__":

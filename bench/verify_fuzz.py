@@ -7,12 +7,12 @@ Four checks, one JSON object:
 - `differential`: random closed-form expressions (and near misses the grammar must refuse) with
   the answers a model might give against each: our value against math-verify's parse of every
   accepted expression, math-verify's verdict for an identical answer, and every pair the parent
-  decides (`fast_verdict`) against a plain math-verify call (`boundlab.verify.fuzz.differential`).
+  decides (`fast_verdict`) against a plain math-verify call (`bench/verify_fuzz_lib.py: differential`).
 - `differential_polynomials`: the same for polynomials, lists and equations (`6 - 5i`, `p - q`,
-  `1, -2`, `x = 5`) and their near misses (`boundlab.verify.fuzz.differential_polynomials`).
+  `1, -2`, `x = 5`) and their near misses (`bench/verify_fuzz_lib.py: differential_polynomials`).
 - `same_parse`: MATH500's golds and the trap golds, each rewritten as a model might (`\\dfrac`,
   `\\left(`, `\\!`, units): math-verify returns `parse_text` as its string, and strings with the
-  same `parse_text` parse alike (`boundlab.verify.fuzz.same_parse_check`).
+  same `parse_text` parse alike (`bench/verify_fuzz_lib.py: same_parse_check`).
 - `end_to_end`: MATH500's 500 golds and the trap golds (`fuzz.TRAP_GOLDS`: symbols, tuples, sets,
   relations, units, near misses) against their variants and random expressions, boxed, through
   `MathVerifier.score_many` (profiles, pool and all) against one plain math-verify call per pair.
@@ -26,7 +26,7 @@ import json
 
 import boundlab.builtins  # noqa: F401 - the task registry
 from boundlab.tasks import TASKS
-from boundlab.verify.fuzz import (TRAP_GOLDS, differential, differential_polynomials,
+from verify_fuzz_lib import (TRAP_GOLDS, differential, differential_polynomials,
                                   end_to_end, same_parse_check)
 
 

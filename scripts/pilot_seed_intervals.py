@@ -15,6 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
+import boundlab.builtins  # noqa: F401 - registers the toy2 task (its tiers)
 from boundlab.cli import friendly_errors
 from boundlab.errors import UserError
 from boundlab.report import pilot_intervals as PI

@@ -26,6 +26,39 @@ def _offline_env(monkeypatch, tmp_path_factory):
     # train.py would inherit it and share that service, which keeps a SIGKILLed child's run id
     # "in use" so its resume is refused. Every test's subprocesses get their own service.
     monkeypatch.delenv("WANDB_SERVICE", raising=False)
+    # Nothing a test does lands in the user's home, store or cache: HOME, the W&B dir and the probe
+    # store are the test's own; BOUNDLAB_CACHE (a SmolLM2 conversion takes ~26 s) and the build caches
+    # of matplotlib and torch extensions are shared by the session's tests, never the user's.
+    shared = _session_dirs(tmp_path_factory)
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("BOUNDLAB_CACHE", str(shared / "boundlab_cache"))
+    monkeypatch.setenv("BOUNDLAB_STORE", str(home / "store.sqlite"))
+    monkeypatch.setenv("WANDB_DIR", str(home / "wandb"))
+    monkeypatch.setenv("WANDB_CONFIG_DIR", str(home / "wandb_config"))
+    monkeypatch.setenv("WANDB_CACHE_DIR", str(home / "wandb_cache"))
+    monkeypatch.setenv("HF_HOME", str(shared / "hf_home"))
+    monkeypatch.setenv("MPLCONFIGDIR", str(shared / "matplotlib"))
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(shared / "torch_extensions"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+
+
+# The user's home as the session found it: the isolation test checks that nothing resolves into it.
+REAL_HOME = Path(os.path.expanduser("~")).resolve()
+_SHARED: list[Path] = []
+
+
+@pytest.fixture
+def real_home() -> Path:
+    """The home the session started with (before any test's own HOME)."""
+    return REAL_HOME
+
+
+def _session_dirs(tmp_path_factory) -> Path:
+    if not _SHARED:
+        _SHARED.append(tmp_path_factory.mktemp("session_caches"))
+    return _SHARED[0]
 
 
 def build_tiny_lm(out: Path, hidden: int = 32, layers: int = 2, seed: int = 0) -> Path:

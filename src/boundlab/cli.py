@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from boundlab.config import MOVED_KEYS, ConfigError
-from boundlab.errors import UserError
+from boundlab.errors import Interrupted, UserError
 from boundlab.models import ModelNotFound
 from boundlab.tasks.jsonl import DataError
 from boundlab.rundir.lock import RunDirBusy
@@ -36,6 +36,12 @@ def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except USER_ERRORS as e:
             print(f"error: {e}", file=sys.stderr)
             raise SystemExit(2) from None
+        except Interrupted as e:  # Ctrl-C where the app knows where it stopped (training)
+            print(f"{e}", file=sys.stderr)
+            raise SystemExit(130) from None
+        except KeyboardInterrupt:
+            print("interrupted (Ctrl-C)", file=sys.stderr)
+            raise SystemExit(130) from None
         except OSError as e:
             if e.errno not in _PATH_ERRNOS or not e.filename:
                 raise
@@ -117,6 +123,52 @@ def unknown_key(overrides: list[str], conf_dir: Path, schema: Any) -> str | None
     return None
 
 
+_BOOLS = {"true", "false", "yes", "no", "on", "off", "1", "0"}
+_KINDS = {int: "an integer", float: "a number", bool: "true or false"}
+
+
+def _fits(value: str, kind: type) -> bool:
+    v = value.strip().strip("'\"")
+    if kind is bool:
+        return v.lower() in _BOOLS
+    try:
+        int(v) if kind is int else float(v)
+    except ValueError:
+        return False
+    return True
+
+
+def bad_value(overrides: list[str], schema: Any) -> str | None:
+    """The one-line complaint about the first plain `a.b=value` override whose typed key is a number
+    or a boolean and whose value is not one (`probe.n=abc`), or None. Hydra would refuse it too, in
+    a six-line block; sweeps, interpolations and `null` are left to Hydra."""
+    import dataclasses
+    import typing
+
+    for ov in overrides:
+        if "=" not in ov or ov.startswith(("-", "+", "~")):
+            continue
+        key, value = ov.split("=", 1)
+        if "@" in key or "/" in key or "." not in key or key.split(".", 1)[0] == "hydra":
+            continue
+        if any(c in value for c in _EXPANDED) or value.strip() in ("null", "~", ""):
+            continue
+        cls: Any = schema
+        for part in key.split("."):
+            if not dataclasses.is_dataclass(cls):
+                cls = None
+                break
+            hint = typing.get_type_hints(cls).get(part)
+            args = [a for a in typing.get_args(hint) if a is not type(None)]
+            cls = args[0] if typing.get_origin(hint) is typing.Union and len(args) == 1 else hint
+        if cls not in _KINDS:
+            continue
+        for item in value.split(","):  # a sweep (`-m probe.n=8,16`): each value
+            if not _fits(item, cls):
+                return f"{key}={item.strip()}: must be {_KINDS[cls]}"
+    return None
+
+
 def known_choices(main: Callable[..., Any] | None = None, *,
                   schema: Any = None) -> Callable[..., Any]:
     """Refuse, in one line and exit 2, a config-group choice that does not exist (and, given the
@@ -131,7 +183,7 @@ def known_choices(main: Callable[..., Any] | None = None, *,
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         msg = unknown_choice(sys.argv[1:], conf_dir)
         if msg is None and schema is not None:
-            msg = unknown_key(sys.argv[1:], conf_dir, schema)
+            msg = unknown_key(sys.argv[1:], conf_dir, schema) or bad_value(sys.argv[1:], schema)
         if msg:
             print(f"error: {msg}", file=sys.stderr)
             raise SystemExit(2)

@@ -79,3 +79,8 @@ def no_space_left(path: str | Path, then: str) -> Iterator[None]:
         left = "" if free is None else f", {free >> 20} MiB free"
         raise DiskFull(f"no space left on device while writing {where}{left}: free space on that "
                        f"disk, then {then}") from None
+
+
+class Interrupted(Exception):
+    """The user pressed Ctrl-C: the message is the one line that says where the run stopped and how
+    to continue it (the entry points print it and exit 130, the shell's code for SIGINT)."""

@@ -94,6 +94,12 @@ def _looks_like_path(p: str) -> bool:
     return p.startswith(("/", ".", "~")) or p.count("/") > 1
 
 
+def models_cache_dir() -> str:
+    """Where converted models are kept: `$BOUNDLAB_CACHE/models`, else ~/.cache/boundlab/models (what
+    `model.cache_dir` resolves to in the configs), for scripts that build a model config by hand."""
+    return os.path.join(os.environ.get("BOUNDLAB_CACHE") or os.path.expanduser("~/.cache/boundlab"), "models")
+
+
 def gguf_source(package: str, filename: str) -> Path:
     """Path of a file shipped inside an installed package, without importing the package."""
     spec = importlib.util.find_spec(package)
@@ -120,6 +126,24 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tok.save_pretrained(out)
+    drop_quantization_config(out)
+
+
+def drop_quantization_config(folder: Path) -> bool:
+    """Remove the `quantization_config` ({quant_method: gguf}) the GGUF loader leaves in a converted
+    folder's config.json: the weights saved are plain float tensors, and with it any engine that reads
+    the folder (`from_pretrained`, lm-eval's HF backend, vLLM) looks for a GGUF file and fails. True
+    when the file was changed. Written atomically (temp file, then rename)."""
+
+    f = Path(folder) / "config.json"
+    cfg = json.loads(f.read_text())
+    if "quantization_config" not in cfg:
+        return False
+    del cfg["quantization_config"]
+    tmp = f.with_name(f.name + ".tmp")
+    tmp.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, f)
+    return True
 
 
 def resolve_model_path(cfg: Any) -> str:
@@ -137,7 +161,14 @@ def resolve_model_path(cfg: Any) -> str:
         except ModelNotFound:
             source = None  # a converted folder is still usable (checked on its own)
         # The converted folder is checked against its manifest, never trusted (conversion_cache).
-        return str(ensure_converted(cache, source, lambda src, out: _convert_gguf(src, out), find))
+        folder = ensure_converted(cache, source, lambda src, out: _convert_gguf(src, out), find)
+        if source is not None and drop_quantization_config(folder):
+            # Converted before the quantization settings were dropped: repaired, and its manifest
+            # written again so the next check holds.
+            from boundlab.conversion_cache import write_manifest
+
+            write_manifest(folder, source)
+        return str(folder)
     path = getattr(cfg, "path", None)
     if not path:
         raise ModelNotFound(f"model {cfg.name!r}: set model.path to a local HF model folder")

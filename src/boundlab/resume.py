@@ -22,7 +22,6 @@ Where this departs from a plain Hydra run, and why:
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sys
@@ -33,6 +32,7 @@ from typing import Any, Callable, Sequence
 from boundlab.rundir import HYDRA_CONFIG, HYDRA_DIR, HYDRA_RUNTIME, RESUMES_FILE
 # finished_line: what a resumed, finished run prints; training prints it too, so it lives below both.
 from boundlab.rundir.checkpoints import finished_line  # noqa: F401
+from boundlab.rundir.io import dumps as strict_dumps
 
 # Settings a resume may change: they decide how fast or where things run, not what is trained,
 # sampled or scored. Everything else a run's results depend on, including some that look harmless:
@@ -202,7 +202,7 @@ def record(run_dir: Path, argv: Sequence[str], changes: dict[str, Any]) -> None:
     line = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "argv": list(argv),
             "host": socket.gethostname(), "pid": os.getpid(), "changed": changes}
     with (run_dir / HYDRA_DIR / RESUMES_FILE).open("a") as f:
-        f.write(json.dumps(line) + "\n")
+        f.write(strict_dumps(line) + "\n")
 
 
 def prepare(argv: Sequence[str]) -> tuple[Any, Path, dict[str, Any]]:

@@ -10,9 +10,8 @@
 - `SweepSummary`, a Hydra callback (conf/train.yaml, conf/probe.yaml `hydra.callbacks`), prints at the
   sweep's end one line per failed or skipped job and `sweep: D done, F failed, S skipped (of N)`;
   any failed or skipped job makes the exit status 1.
-- `sweep_jobs(SWEEP_DIR)`: every job the sweep defined (its overrides, expanded from
-  `multirun.yaml` as Hydra's basic sweeper expands them), with its dir and recorded outcome, so
-  report.py can name the jobs that left no probes.
+- `sweep_jobs(SWEEP_DIR)` (`boundlab.rundir.sweeps`, a reader below every app): every job the sweep
+  defined, with its dir and recorded outcome, so report.py can name the jobs that left no probes.
 """
 
 from __future__ import annotations
@@ -21,11 +20,10 @@ import functools
 import json
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-STATUS_FILE = "sweep_jobs.jsonl"
+from boundlab.rundir.sweeps import STATUS_FILE, Job, defined_jobs, summary_lines, sweep_jobs  # noqa: F401
 
 
 def _multirun_job() -> Any:
@@ -81,67 +79,6 @@ def sweep_job(fn: Callable[..., Any]) -> Callable[..., Any]:
         return out
 
     return wrapper
-
-
-@dataclass
-class Job:
-    num: int
-    overrides: list[str]
-    status: str  # done | failed | skipped (defined, never reported: killed, or never launched)
-    reason: str | None = None
-    dir: str | None = None
-
-
-def defined_jobs(task_overrides: list[str]) -> list[list[str]]:
-    """The override list of every job a `-m` command line defines, in Hydra's job order."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    parsed = OverridesParser.create().parse_overrides(list(task_overrides))
-    return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
-
-
-def sweep_jobs(sweep_dir: str | Path) -> list[Job] | None:
-    """Every job the sweep in `sweep_dir` defined, with its outcome; None when the folder holds no
-    Hydra `multirun.yaml` (not a sweep, or one made by hand)."""
-    from omegaconf import OmegaConf
-
-    sweep_dir = Path(sweep_dir)
-    if not (sweep_dir / "multirun.yaml").is_file():
-        return None
-    saved = OmegaConf.load(sweep_dir / "multirun.yaml")
-    task = [str(o) for o in (OmegaConf.select(saved, "hydra.overrides.task") or [])]
-    recorded: dict[tuple[str, ...], dict] = {}
-    if (sweep_dir / STATUS_FILE).is_file():
-        for raw in (sweep_dir / STATUS_FILE).read_text().splitlines():
-            try:
-                rec = json.loads(raw)
-            except ValueError:
-                continue  # a torn last line of a killed job
-            recorded[tuple(rec["overrides"])] = rec  # a rerun job's later line wins
-    dirs: dict[tuple[str, ...], str] = {}
-    for ov in sweep_dir.glob("*/.hydra/overrides.yaml"):
-        try:
-            dirs[tuple(str(o) for o in OmegaConf.load(ov))] = str(ov.parent.parent)
-        except Exception:  # noqa: BLE001 - an unreadable job dir names no job
-            continue
-    jobs = []
-    for num, overrides in enumerate(defined_jobs(task)):
-        rec = recorded.get(tuple(overrides))
-        status = rec["status"] if rec else "skipped"
-        jobs.append(Job(num, overrides, status, rec.get("reason") if rec else None,
-                        (rec or {}).get("dir") or dirs.get(tuple(overrides))))
-    return jobs
-
-
-def summary_lines(jobs: list[Job]) -> list[str]:
-    lines = [f"sweep: job {j.num} ({' '.join(j.overrides)}) {j.status}"
-             + (f": {j.reason}" if j.reason else " (it never reported: killed, or never launched)")
-             for j in jobs if j.status != "done"]
-    count = {s: sum(j.status == s for j in jobs) for s in ("done", "failed", "skipped")}
-    lines.append(f"sweep: {count['done']} done, {count['failed']} failed, {count['skipped']} skipped "
-                 f"(of {len(jobs)})")
-    return lines
 
 
 try:

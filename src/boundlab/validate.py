@@ -136,6 +136,10 @@ def validate_sampler(s: Any, prefix: str = "sampler") -> None:
         _fail(f"{prefix}.vllm.gpu_memory_utilization", vllm.gpu_memory_utilization,
               "must be in (0, 1]")
     _at_least(vllm, f"{prefix}.vllm", "tensor_parallel_size", 1)
+    power = getattr(s, "power", None)
+    if power is not None:
+        _at_least(power, f"{prefix}.power", "alpha", 1, " (the power of p sampled; 1 = the base itself)")
+        _at_least(power, f"{prefix}.power", "mcmc_steps", 0, " (0 = plain samples at T / alpha)")
     if s.name == "vllm" and importlib.util.find_spec("vllm") is None:
         raise ConfigError("sampler=vllm needs vLLM, which is not installed here: install it on a GPU "
                           "machine (pip install 'boundlab[gpu]') or use sampler=hf")
@@ -307,12 +311,33 @@ _AREAS = (
 )
 
 
+def _check_power(cfg: Any) -> None:
+    """sampler=power samples p^alpha with p the base at probe.temperature: nothing may change p."""
+    s, p = cfg.get("sampler"), cfg.get("probe")
+    if s is None or s.get("name") != "power" or p is None:
+        return
+    if not p.temperature > 0:
+        _fail("probe.temperature", p.temperature, "must be > 0 with sampler=power (p is the base at "
+              "that temperature)")
+    if p.top_p != 1:
+        _fail("probe.top_p", p.top_p, "must be 1 with sampler=power (top-p would change p, whose "
+              "power it samples)")
+    if p.stop:
+        _fail("probe.stop", list(p.stop), "must be empty with sampler=power (stop strings would cut "
+              "completions outside p)")
+    m = cfg.get("match_entropy")
+    if m is not None and m.get("of"):
+        _fail("match_entropy.of", m.of, "cannot be combined with sampler=power (it records no "
+              "per-token entropy to match)")
+
+
 def validate(cfg: Any) -> None:
     """Check every area the config has (probe.py's and train.py's share most of them)."""
     for key, check in _AREAS:
         if key in cfg and cfg[key] is not None:
             check(cfg[key], key)
     _check_match_entropy(cfg)
+    _check_power(cfg)
     if "algo" in cfg and "train" in cfg:
         from boundlab.algos import check as check_algo
 

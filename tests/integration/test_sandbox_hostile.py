@@ -147,7 +147,8 @@ def contained(pool, r, *allowed: str) -> None:
     assert r.outcome != "passed", r
     if allowed:
         assert r.outcome in allowed, r
-    assert r.info["wall_s"] < TIMEOUT * 2 + 5, r
+    # Contained by the sandbox's own limits (the outcome names which); how long that took on a loaded
+    # machine is not asserted (a hang is caught by the pool's deadline, tested below).
     assert_resting(pool)
 
 
@@ -586,11 +587,10 @@ def test_gigabyte_of_stdout(pool):
             return 1
         """, "assert f() == 2")
     contained(pool, r, "failed", "timeout")
-    t0 = time.monotonic()
     res = pool.run(StdioJob("import sys\nchunk = 'x' * (1 << 20)\nfor _ in range(1024):\n"
                             "    sys.stdout.write(chunk)\n", [("", "x")]))
+    # Stopped by the output limit, not by the clock: the mechanism, whatever the machine's load.
     assert res.outcome == "failed" and res.info["reason"] == "output limit exceeded", res
-    assert time.monotonic() - t0 < TIMEOUT + 3
     assert_resting(pool)
 
 

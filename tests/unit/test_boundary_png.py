@@ -5,7 +5,7 @@ import pytest
 
 from boundlab.boundary import tracker as T
 from boundlab.tasks.base import Problem, Task
-from boundlab.tracking import plots
+from boundlab.plots import boundary as plots
 
 
 def _g(p1, pn, lo=0.0, hi=1.0):

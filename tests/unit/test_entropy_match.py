@@ -87,6 +87,7 @@ def run_probe(tmp_path, *overrides, check=True):
     return proc
 
 
+@pytest.mark.slow  # minutes under load (see README: the fast subset)
 def test_toy2_base_against_itself_at_a_lower_temperature_finds_t_back(tmp_path):
     base = base_model_dir()
     run_dir = tmp_path / "run"

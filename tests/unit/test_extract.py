@@ -42,9 +42,10 @@ def test_pathological_inputs_are_linear():
     many_unclosed = "\\boxed{" * 20000
     huge = "\\boxed{" + "9" * 100_000 + "}"
     for text in (deep, many_unclosed, huge, "x" * 1_000_000):
-        t = time.perf_counter()
+        # CPU time, not wall time: a loaded machine stretches the wall clock, not the work done.
+        t = time.process_time()
         extract_math_answer(text)
-        assert time.perf_counter() - t < 0.5
+        assert time.process_time() - t < 0.5
 
 
 def test_closing_brace_scan_matches_the_one_pass_brace_map():

@@ -8,7 +8,7 @@ import pytest
 from boundlab.tasks.base import Problem
 from boundlab.verify import build_verifier
 from boundlab.verify.extract import extract, extract_math_answer, final_boxes
-from boundlab.verify.math import answer_units, split_gold
+from boundlab.verify.math_rules import answer_units, split_gold
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,15 @@ stay at 97% or more and no case may pass that math-verify fails.
 import json
 from pathlib import Path
 
+import pytest
+
 from boundlab.tasks.base import Problem
 from boundlab.verify import build_verifier
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "math_verify_v0.8.0_cases.json"
 
 
+@pytest.mark.slow  # minutes under load (see README: the fast subset)
 def test_agreement_with_math_verify_suite():
     doc = json.loads(DATA.read_text("utf-8"))
     cases = doc["cases"]

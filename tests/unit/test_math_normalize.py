@@ -7,7 +7,8 @@ import pytest
 from boundlab.tasks.base import Problem
 from boundlab.verify import build_verifier
 from boundlab.verify.extract import extract
-from boundlab.verify.math import MathVerifier, plain_math_verify
+from boundlab.verify.math import MathVerifier
+from boundlab.verify.math_worker import plain_math_verify
 from boundlab.verify.normalize import join_thousands, normalize_answer, number_word_answer, unwrap_text_number
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from boundlab.tasks.base import Problem
 from boundlab.verify import build_verifier
-from boundlab.verify.math import plain_math_verify
+from boundlab.verify.math_worker import _RETRY_FACTOR, plain_math_verify
 
 
 @pytest.fixture(scope="module")
@@ -78,13 +78,18 @@ def test_agrees_with_plain_math_verify(verifier):
     "2^{2^{2^{2^{2^{2}}}}}",
     "{" * 200 + "1" + "}" * 200,
 ])
-def test_pathological_answers_get_a_verdict_within_about_2s(verifier, answer):
-    t = time.perf_counter()
+def test_pathological_answers_get_a_verdict_bounded_by_the_deadline(verifier, answer):
+    # The mechanism, not the wall clock (a loaded machine stretches that): the parent, which has no
+    # deadline, does almost none of the work (CPU time), and a call the pool killed at its hard
+    # deadline (2 s, or the longer one of a retry after starvation) used no more CPU than it allows.
+    t = time.process_time()
     v = verifier.score(P("1"), [f"\\boxed{{{answer}}}"])[0]
-    elapsed = time.perf_counter() - t
+    parent_cpu = time.process_time() - t
     assert not v.correct
     assert v.outcome in {"wrong", "timeout", "too_long", "error"}
-    assert elapsed < 2.6, elapsed
+    assert parent_cpu < 0.5, parent_cpu
+    for cpu in verifier.pool.killed_cpu_s.values():
+        assert cpu is None or cpu <= verifier.pool.deadline_s * _RETRY_FACTOR + 0.5, cpu
 
 
 def test_worker_killed_on_deadline_is_replaced():
@@ -108,7 +113,7 @@ def _sleepy(s: float) -> str:
 
 
 def test_integer_fast_path_agrees_with_math_verify():
-    from boundlab.verify.math import fast_verdict
+    from boundlab.verify.math_rules import fast_verdict
 
     ints = ["0", "-0", "7", "007", "-7", "204", "1000", "999999999999", "-12"]
     for g in ints:
@@ -138,7 +143,7 @@ def test_plain_number_rule_agrees_with_math_verify():
     """Every pair the parent decides (`fast_verdict`) gets math-verify's own verdict; the traps
     are left to math-verify. (Numbers below 1e-3 are compared to 6 significant digits instead,
     on purpose: `small_number_verdict`, verifier version 3.)"""
-    from boundlab.verify.math import fast_verdict, small_number_verdict
+    from boundlab.verify.math_rules import fast_verdict, small_number_verdict
 
     decided = 0
     for g in NUMBERS:
@@ -170,7 +175,8 @@ def test_plain_number_rule_agrees_with_math_verify():
 
 def _profile(gold: str):
     """A gold's profile as a worker computes it, here in the test process."""
-    from boundlab.verify.math import _worker_check, profile_from
+    from boundlab.verify.math_worker import _worker_check
+    from boundlab.verify.math_rules import profile_from
 
     res = _worker_check((gold, None))
     assert res[0] == "ok" and len(res) == 6, res
@@ -206,6 +212,7 @@ PROFILE_ANSWERS = ["0", "-0", "0.0", "5", "-5", "5.0", "+5", "5.", "007", "0.5",
                    r"\sqrt[3]{2}", r"\frac{1}{\sqrt{2}}", r"\pi+1", r"\sqrt{2}+1", r"5\sqrt{1}"]
 
 
+@pytest.mark.slow  # minutes under load (see README: the fast subset)
 def test_gold_profiles_agree_with_math_verify():
     """Whatever a gold's profile decides (an identical answer; a plain number against a
     closed-form constant, a tuple, a set, a polynomial, a symbol) is math-verify's verdict."""
@@ -246,11 +253,14 @@ def test_gold_profiles_agree_with_math_verify():
         assert _profile(gold).verdict("1") is None, gold
 
 
+@pytest.mark.slow  # minutes under load (see README: the fast subset)
 def test_values_apart_agrees_with_math_verify():
     """The worker's shortcut (`_values_apart`, no `verify` call) is math-verify's verdict."""
     from math_verify import parse
 
-    from boundlab.verify.math import _values_apart, _worker_check, wrap_latex
+    from boundlab.verify.math_worker import _values_apart, _worker_check
+
+    from boundlab.verify.math_rules import wrap_latex
 
     exprs = [r"\pi", r"-\pi", r"\pi+1", r"\sqrt{2}", r"\frac{\sqrt{2}}{2}",
              r"\frac{1}{\sqrt{2}}", r"3\sqrt{13}", r"\sqrt{117}", "p - q", "p - q+1", "6 - 5i",
@@ -376,7 +386,8 @@ def test_warmup_shapes_parse_and_are_no_benchmark_gold():
 
     from boundlab.tasks import TASKS
     from boundlab.verify.closed_form import closed_form_value
-    from boundlab.verify.math import WARMUP_SHAPES, plain_number, wrap_latex
+    from boundlab.verify.math_worker import WARMUP_SHAPES
+    from boundlab.verify.math_rules import plain_number, wrap_latex
 
     golds = {p.answer.strip() for name in ("math500", "gsm8k", "minerva", "olympiadbench",
                                            "aime24", "aime25", "amc23")

@@ -154,7 +154,7 @@ def test_a_run_dir_from_before_the_blocks_is_lifted_into_them(name):
     # The old files held every knob flat: the on-policy ones, then the policy-gradient ones as the
     # algorithm's own family set them.
     # (Knobs added after the blocks existed were never flat.)
-    old.update({k: v for k, v in algo["onpolicy"].items() if k not in ("passk_k", "positive_weight")})
+    old.update({k: v for k, v in algo["onpolicy"].items() if k not in ("passk_k", "passk_k_final", "positive_weight")})
     old.update(algo["grpo"] if family == "grpo" else {})
     old.update({("distill_beta" if k == "beta" else k): v for k, v in algo["distill"].items()})
     data["algo"] = old
@@ -164,7 +164,16 @@ def test_a_run_dir_from_before_the_blocks_is_lifted_into_them(name):
     cfg = OmegaConf.merge(OmegaConf.structured(TrainMain), lift_flat_algo_keys(saved))
     check_keys(cfg)
     got = cfg.algo
-    assert got[family] == fresh.algo[family]
+    # Knobs that were never flat (passk_k, positive_weight) cannot come from an old run: a lifted run
+    # gets the schema's defaults for them (debug=smoke sets passk_k=2 in a fresh run); the rest match.
+    never_flat = ("passk_k", "passk_k_final", "positive_weight")
+    if family == "onpolicy":
+        from boundlab.config.training import OnPolicyConfig
+
+        assert {k: got.onpolicy[k] for k in never_flat} == \
+            {k: OnPolicyConfig.__dataclass_fields__[k].default for k in never_flat}
+    assert {k: v for k, v in got[family].items() if k not in never_flat} == \
+        {k: v for k, v in fresh.algo[family].items() if k not in never_flat}
     assert got.distill == fresh.algo.distill
     assert {k: got[k] for k in old if k in AlgoConfig.__dataclass_fields__} == \
         {k: fresh.algo[k] for k in old if k in AlgoConfig.__dataclass_fields__}

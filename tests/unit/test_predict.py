@@ -23,6 +23,7 @@ def test_the_closed_form_is_the_mean_pass_at_k_of_beta_rates():
     assert predicted_pass_at_k(0.5, 2.0, [1])[0] == pytest.approx(0.5 / 2.5)
 
 
+@pytest.mark.slow  # minutes under load (see README: the fast subset)
 def test_fit_recovers_the_rates_and_predicts_beyond_n_even_from_uneven_adaptive_n():
     rng = np.random.default_rng(0)
     a, b = 0.58, 1.10  # the base setting of bench/bench_adaptive.py

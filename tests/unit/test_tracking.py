@@ -42,7 +42,7 @@ def _cfg(**kw):
 
 
 def _png(path: Path) -> Path:
-    from boundlab.tracking.plots import plot_passk
+    from boundlab.plots.curves import plot_passk
 
     return plot_passk({"ckpt": ([1, 2, 4], [0.2, 0.3, 0.4], None, None)}, path, "t")
 
@@ -374,7 +374,8 @@ def test_not_a_wandb_file(tmp_path):
 
 
 def test_plots_write_pngs(tmp_path):
-    from boundlab.tracking.plots import plot_boundary, plot_passk
+    from boundlab.plots.boundary import plot_boundary
+    from boundlab.plots.curves import plot_passk
 
     ks = [1, 2, 4, 8, 16, 32, 64, 128, 256]
     ckpt = [0.4, 0.5, 0.58, 0.64, 0.69, 0.72, 0.74, 0.75, 0.76]

@@ -110,9 +110,10 @@ def test_vllm_sampler_gets_its_block_and_refuses_what_it_does_not_know(tiny_lm, 
 
 def test_hf_sampler_schema_has_no_vllm_knobs_at_the_top():
     top = set(OmegaConf.structured(SamplerConfig))
-    assert top == {"name", "batch_size", "device", "torch_threads", "hf", "vllm"}
+    assert top == {"name", "batch_size", "device", "torch_threads", "hf", "vllm", "power"}
     assert set(OmegaConf.structured(SamplerConfig).hf) == {"engine", "entropy"}
     assert set(OmegaConf.structured(SamplerConfig).vllm) == {"gpu_memory_utilization", "tensor_parallel_size"}
+    assert set(OmegaConf.structured(SamplerConfig).power) == {"alpha", "mcmc_steps"}
 
 
 # -- old flat keys on the command line: one line, exit 2, naming the new key ---------------------

@@ -240,7 +240,7 @@ def test_kl_with_distillation_refused(algo, kl, shown):
 
 def test_unknown_algo_name_is_one_line():
     assert _refused("train", ["algo.name=foo"]) == (
-        "algo.name=foo: unknown algorithm 'foo'; known: dapo, dr_grpo, grpo, nsr, onpolicy_distill, passk_grpo, pkpo, ppo, "
+        "algo.name=foo: unknown algorithm 'foo'; known: dapo, dr_grpo, grpo, grpo_onpolicy, nsr, onpolicy_distill, passk_grpo, pkpo, ppo, "
         "reinforce_pp, reinforce_pp_baseline, remax, rloo, sft_distill, weighted_reinforce; choose the algorithm "
         "with algo=NAME")
 

@@ -26,7 +26,8 @@ import pytest
 from boundlab.probe.runner import score_samples_file
 from boundlab.probe.store import Store
 from boundlab.tasks.base import Problem, Task
-from boundlab.verify.math import MathVerifier, _worker_check
+from boundlab.verify.math import MathVerifier
+from boundlab.verify.math_worker import _worker_check
 from boundlab.verify.pool import DeadlinePool
 
 SLOW_DIR = "BOUNDLAB_TEST_SLOW_DIR"
@@ -55,7 +56,7 @@ def _slow_init() -> None:
     import math_verify.grader as grader
     import math_verify.parser as parser
 
-    from boundlab.verify.math import _worker_init
+    from boundlab.verify.math_worker import _worker_init
 
     _worker_init()
     real_extract, real_eq = parser.extract_target_from_pred, grader.sympy_expr_eq
@@ -170,6 +171,7 @@ def test_an_answer_that_needs_more_than_the_budget_is_timeout_and_not_cached():
         v.close()
 
 
+@pytest.mark.slow  # minutes under load (see README: the fast subset)
 def test_scoring_a_file_twice_under_load_stores_identical_verdicts(slow_dir, tmp_path, capsys):
     task = Task("mini", [p for p, _ in ITEMS])
     path = tmp_path / "samples.jsonl"
@@ -231,7 +233,7 @@ def test_the_retry_budget_is_cpu_time_and_interrupts_like_math_verifys_alarm():
     # math-verify swallows it as it does its alarm) and is reported expired.
     from math_verify.errors import TimeoutException
 
-    from boundlab.verify.math import _timed
+    from boundlab.verify.math_worker import _timed
 
     def spin():
         try:

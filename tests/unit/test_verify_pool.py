@@ -94,7 +94,7 @@ def _warm_state(sleep_s: float) -> tuple[bool, bool, int]:
     import sys
 
     time.sleep(sleep_s)
-    math = sys.modules.get("boundlab.verify.math")
+    math = sys.modules.get("boundlab.verify.math_worker")
     return "math_verify" in sys.modules, bool(math is not None and math._warm), os.getpid()
 
 

@@ -60,6 +60,7 @@ def smollm2():
     return cfg, load_tokenizer(cfg.model, path), load_model(cfg.model, "cpu", path, whole=True)
 
 
+@pytest.mark.slow  # minutes under load (see README: the fast subset)
 def test_vllm_gets_the_hf_samplers_prompt_tokens_chat_template_included(smollm2):
     from boundlab.sampling.hf import HFSampler
     from boundlab.tasks import build_task

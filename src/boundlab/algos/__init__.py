@@ -30,6 +30,7 @@ def _builtins() -> tuple[Algorithm, ...]:
         onpolicy.REINFORCE_PP_BASELINE,
         onpolicy.REMAX,
         onpolicy.DAPO,
+        onpolicy.GRPO_ONPOLICY,
         onpolicy.PASSK_GRPO,
         onpolicy.WEIGHTED_REINFORCE,
         onpolicy.NSR,

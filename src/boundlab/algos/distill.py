@@ -15,13 +15,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from boundlab.algos.rollout import check_rollout, trl_vllm_args
 from boundlab.algos.spec import Algorithm, BuildInputs, training_args_common
 from boundlab.config import ConfigError
+from boundlab.rundir.io import dumps as strict_dumps
 
 
 def generate_traces(cfg: Any, task: Any, verifier: Any, store: Any, run_dir: Path,
@@ -67,8 +67,8 @@ def generate_traces(cfg: Any, task: Any, verifier: Any, store: Any, run_dir: Pat
     out = run_dir / "distill_traces.jsonl"
     with out.open("w") as f:
         for r in rows:
-            f.write(json.dumps(r) + "\n")
-    (run_dir / "distill_traces_stats.json").write_text(json.dumps(stats, indent=2))
+            f.write(strict_dumps(r) + "\n")
+    (run_dir / "distill_traces_stats.json").write_text(strict_dumps(stats, indent=2))
     print(f"[boundlab] teacher traces: {correct}/{total} verified (acceptance "
           f"{stats['acceptance_rate']:.1%}), {len(rows)} distinct kept for "
           f"{stats['problems_with_traces']}/{len(task)} problems -> {out}", flush=True)

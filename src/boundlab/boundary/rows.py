@@ -15,7 +15,8 @@ Row layout (`metric` says which metric the unprefixed columns hold):
 - `groups` (when the task has `group_by`): {tag: the same headline fields for that group's problems}.
 - `crossing_k` (None: no crossing up to n), `crossing_k_ci_low/high` and `crossing_share` from
   `boundlab.probe.compare.crossing_with_ci`; an interval open beyond n has `crossing_k_ci_high` = inf
-  (`Infinity` in probes.jsonl, `inf` in boundary.csv, left out of W&B).
+  (the string `"Infinity"` in probes.jsonl, strict JSON read back as inf by
+  `boundlab.rundir.io`; `inf` in boundary.csv; left out of W&B).
 - `entropy_mean`, `entropy_p10`, `entropy_p50`, `entropy_p90`, `entropy_samples`: the entropy view
   (`boundlab.probe.entropy`): the mean per-token entropy of each sample at the probe's temperature,
   averaged over samples, its percentiles, and how many samples recorded one (also per group);

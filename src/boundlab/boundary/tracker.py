@@ -284,7 +284,8 @@ class BoundaryTracker:
         return [int(r["step"]) for r in missing]
 
     def _write_files(self) -> None:
-        from boundlab.tracking.plots import plot_boundary_panels, plot_entropy, plot_passk
+        from boundlab.plots.boundary import plot_boundary_panels, plot_entropy
+        from boundlab.plots.curves import plot_passk
 
         atomic_write_text(self.run_dir / BOUNDARY_CSV, R.boundary_csv(self.rows))
         groups = R.groups_csv(self.rows)

@@ -13,13 +13,14 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 
 from boundlab.config.probing import (MOVED_KEYS, CodeVerifyConfig, HFSamplerConfig, LoggerConfig,
-                                     MatchEntropyConfig, MathVerifyConfig, ModelConfig, ProbeMain,
+                                     MatchEntropyConfig, MathVerifyConfig, ModelConfig, PowerSamplerConfig,
+                                     ProbeMain,
                                      ProbeSettings, ProbingMain, SamplerConfig, StoreConfig,
                                      TaskConfig, VLLMSamplerConfig, VerifyConfig,
                                      lift_flat_option_keys)  # noqa: F401 - re-exported
 from boundlab.config.training import (AlgoConfig, BackendConfig, CriticConfig, DistillConfig,
                                       GRPOFamilyConfig, KLConfig, OnPolicyConfig, PeftConfig,
-                                      PolicyGradientConfig, RolloutConfig, ShapingConfig,
+                                      PolicyGradientConfig, RewardConfig, RolloutConfig, ShapingConfig,
                                       TrainLoop, TrainMain,
                                       lift_flat_algo_keys)  # noqa: F401 - re-exported
 

@@ -64,6 +64,10 @@ class TaskConfig:
     tiers: Optional[list[str]] = None
     # Tiered tasks (toy2): the first N problems of each tier, in split order (null = all).
     per_tier: Optional[int] = None
+    # toy2: a named evaluation slice; null = the split as tiers/per_tier pick it; heldout = problems
+    # never used in calibration, pretraining, the audit or RL training (boundlab.toyworld2.heldout;
+    # task.tiers still filters it, per_tier does not apply).
+    slice: Optional[str] = None
     # Tiered tasks (toy2), split=train: the RL training mix, tier -> share of the training problems
     # (null = the task's default mix). The share of the counter-rule family is an ablation axis:
     # `task.train_mix={H1:0.5,B3:0.5}`. Typed Any, not dict[str, float]: OmegaConf cannot merge a
@@ -113,7 +117,7 @@ class ProbeSettings:
     # KL(base || model) at every checkpoint (boundlab.probe.kl_view), estimated on this many of the
     # base's stored samples per problem (no new sampling); 0 = off. A view, not part of the probe key.
     kl_samples: int = 8
-    # Adaptive probing (README "Adaptive probing"): n0 samples per problem, then rounds doubling n
+    # Adaptive probing (docs/adaptive.md): n0 samples per problem, then rounds doubling n
     # up to probe.n only for problems whose pass@k (k > n0) is not yet certified within epsilon.
     adaptive: bool = False
     # First-round samples of every problem; pass@k for k <= n0 reads only these (exactly unbiased).
@@ -160,8 +164,19 @@ class HFSamplerConfig:
 
 
 @dataclass
+class PowerSamplerConfig:
+    """`sampler.power`: what only the power sampler reads (boundlab.sampling.power)."""
+    # The sharpening exponent: samples target p(y)^alpha over whole completions, p the base at
+    # probe.temperature; 1 = the base itself. Part of the probe key.
+    alpha: float = 4.0
+    # Metropolis-Hastings steps per sample (each resamples a suffix at temperature T / alpha);
+    # 0 = plain samples at T / alpha, the token-level baseline. Part of the probe key.
+    mcmc_steps: int = 8
+
+
+@dataclass
 class SamplerConfig:
-    # hf (transformers generate, CPU or GPU) or vllm (GPU).
+    # hf (transformers generate, CPU or GPU), vllm (GPU) or power (p^alpha by MCMC on the hf model).
     name: str = "hf"
     # Rows (prompt x sample) per generate call.
     batch_size: int = 64
@@ -173,6 +188,8 @@ class SamplerConfig:
     hf: HFSamplerConfig = field(default_factory=HFSamplerConfig)
     # vLLM's own settings (read by sampler=vllm only).
     vllm: VLLMSamplerConfig = field(default_factory=VLLMSamplerConfig)
+    # The power sampler's own settings (read by sampler=power only).
+    power: PowerSamplerConfig = field(default_factory=PowerSamplerConfig)
 
 
 @dataclass

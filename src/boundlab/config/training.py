@@ -113,7 +113,7 @@ class AlgoConfig:
     present whatever the algorithm (so one `debug`/`experiment` file can set any of them); the
     algorithm's `family` (boundlab.algos) says which block it reads."""
     # Registry name: grpo, dr_grpo, dapo, rloo, reinforce_pp, reinforce_pp_baseline, remax, ppo,
-    # passk_grpo, pkpo, weighted_reinforce, nsr, sft_distill, onpolicy_distill.
+    # passk_grpo, pkpo, weighted_reinforce, nsr, grpo_onpolicy, sft_distill, onpolicy_distill.
     name: str = "grpo"
     # Optimizer step size. TRL's GRPO default (1e-6) is far too small for the toy model.
     learning_rate: float = 2e-4
@@ -240,6 +240,19 @@ class PeftConfig:
 
 
 @dataclass
+class RewardConfig:
+    """`reward`: what the training reward pays for (boundlab.training.rewards). The defaults are the
+    probe's own pass: 1 for a right answer."""
+    # 1 only for a right answer reached by the canonical trace (the toy worlds' strict pass, the
+    # headline there); needs a verifier that checks traces, else the run fails at start.
+    strict: bool = False
+    # Drift control: the rewards of each group of rollouts (the completions of one problem in a
+    # batch) permuted at random, seeded by train.seed and the group's completions, so the reward
+    # carries no information about which completion is right while every update keeps its size.
+    shuffle_within_group: bool = False
+
+
+@dataclass
 class TrainLoop:
     # Optimizer steps in total.
     max_steps: int = 300
@@ -278,6 +291,8 @@ class TrainMain(ProbingMain):
     algo: AlgoConfig = field(default_factory=AlgoConfig)
     # The KL penalty to the reference model.
     kl: KLConfig = field(default_factory=KLConfig)
+    # What the training reward pays for: answer-only (default), strict, or shuffled (a control).
+    reward: RewardConfig = field(default_factory=RewardConfig)
     # The teacher for distillation (sft_distill, onpolicy_distill); unused by RL algorithms.
     teacher: ModelConfig = field(default_factory=ModelConfig)
     # Where and how training runs (cpu, gpu, zero2, zero3).

@@ -140,7 +140,7 @@ def _predict(result: ProbeResult, predict_k: int | None, ci: float) -> Any:
 
 def write_outputs(result: ProbeResult, run_dir: Path, title: str, prefix: str = "",
                   predicted: Any = None) -> dict[str, Path]:
-    from boundlab.tracking.plots import plot_passk
+    from boundlab.plots.curves import plot_passk
 
     cur = result.curve
     files = {

@@ -34,7 +34,6 @@ temperature tried; every point's decision/rest split is in `search.splits`.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -46,6 +45,7 @@ from boundlab.errors import UserError
 from boundlab.probe.compare import compare, headline_metric, view
 from boundlab.probe.estimator import powers_of_two
 from boundlab.probe.runner import ProbeResult
+from boundlab.rundir.io import dumps as strict_dumps
 from boundlab.tasks import Task
 
 MATCHED, ALREADY, NOT_REACHED, CLOSEST = "matched", "already_at_or_above", "not_reached", "closest"
@@ -268,10 +268,10 @@ def run_match(cfg: Any, task: Task, verifier: Any, store: Any, logger_factory: C
 
 
 def _write(out: dict[str, Any], results: tuple[ProbeResult, ...], run_dir: Path) -> None:
-    from boundlab.tracking.plots import plot_passk
+    from boundlab.plots.curves import plot_passk
 
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "entropy_match.json").write_text(json.dumps(out, indent=2, default=float) + "\n")
+    (run_dir / "entropy_match.json").write_text(strict_dumps(out, indent=2, default=float) + "\n")
     labels = (f"base (T={out['base']['temperature']:g})", f"checkpoint (T0={out['at_t0']['temperature']:g})",
               f"checkpoint (T={out['matched']['temperature']:g}, entropy matched)")
     curves = [view(r, out["metric"])[0] for r in results]

@@ -14,6 +14,7 @@ unit-tested); the sections only gather, format and write them.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -28,13 +29,21 @@ from boundlab.report.document import Doc, Table, anchor, plain
 SECTIONS = tuple(sections.headings())
 
 
+def _rel(path: Any, out: Path) -> str:
+    """`path` relative to the report folder, so a moved or shared report names no one's home."""
+    try:
+        return os.path.relpath(Path(path).resolve(), Path(out).resolve())
+    except ValueError:  # another drive (Windows): nothing relative to say
+        return str(path)
+
+
 def _header(r: Report, d: Doc) -> None:
     cfg, b = r.cfg, r.base
     d.add("# BoundLab report: does training expand the reasoning boundary, or sharpen it?")
     d.add(f"Task **{r.task.name}**, {len(r.ids)} problems, base **{b.entry.model_name or b.entry.key}**. "
           f"pass@k uses the unbiased estimator 1 − C(n−c, k)/C(n, k); every interval is a "
           f"{cfg.ci:.0%} percentile bootstrap over problems ({cfg.bootstrap_iters} resamples, seed "
-          f"{cfg.seed}). Numbers come from the probe store `{r.store.path}`; nothing was re-sampled. "
+          f"{cfg.seed}). Numbers come from the probe store `{_rel(r.store.path, d.out)}`; nothing was re-sampled. "
           f"Written {time.strftime('%Y-%m-%d %H:%M:%S')}.")
     if r.metric == "strict":
         d.add("**Headline metric: strict pass@k**: a sample counts only with the right answer *and* a "
@@ -43,7 +52,8 @@ def _header(r: Report, d: Doc) -> None:
     rows = []
     for p in [r.base, *r.models]:  # pass@1, pass@n: the headline metric
         e = p.entry
-        rows.append([e.label, e.model_name, e.key, e.source, p.summary.n, p.summary.problems,
+        source = e.source if e.run is None else e.source.replace(str(e.run.path), _rel(e.run.path, d.out))
+        rows.append([e.label, e.model_name, e.key, source, p.summary.n, p.summary.problems,
                      p.summary.pass1, p.summary.passn, p.summary.solvable])
     d.table(Table("models", ["model", "store name", "probe key", "source", "n", "problems", "pass@1",
                              "pass@n", "solvable"], rows),

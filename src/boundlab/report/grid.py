@@ -25,7 +25,7 @@ from typing import Any
 
 from boundlab.probe.curves import Curve, compute_curve
 from boundlab.probe.store import Store
-from boundlab.tracking.plots import BASE_COLOR, MARKERS, PALETTE, _log2_ticks, _save
+from boundlab.plots.style import BASE_COLOR, MARKERS, PALETTE, _log2_ticks, _save
 
 PAPER_MATH = ("gsm8k", "math500", "minerva", "olympiadbench", "aime24", "amc23")
 PAPER_CODE = ("livecodebench", "humaneval_plus", "mbpp_plus")

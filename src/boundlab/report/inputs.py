@@ -29,6 +29,9 @@ class RunDir:
     rows: list[dict[str, Any]]
     # The run's composed config (.hydra/config.yaml), when there is one.
     config: Any = None
+    # False when the label says what the run is (algorithm, seed) rather than its folder's name: the
+    # final checkpoint's step is then added to the model's label.
+    named: bool = True
 
     @property
     def base_key(self) -> str | None:
@@ -90,7 +93,7 @@ def sweep_run_dirs(path: Path) -> list[Path]:
 def sweep_job_notes(path: Path, subs: list[Path]) -> list[str]:
     """One note per job the sweep defined (its multirun.yaml) that left no probes here: a failed,
     killed or never-launched job is named, never silently missing from the comparison."""
-    from boundlab.sweep import sweep_jobs
+    from boundlab.rundir.sweeps import sweep_jobs
 
     jobs = sweep_jobs(path)
     have = {p.resolve() for p in subs}
@@ -119,8 +122,17 @@ def read_run(path: str | Path) -> RunDir:
         config = OmegaConf.load(path / HYDRA_CONFIG)
     info = read_json(path / RUN_INFO, {})
     algo = info.get("algo") or _select(config, "algo.name") or "?"
+    if _TIMESTAMPED.match(path.name):
+        # A default run dir (`07-37-33_grpo`) names when it started, not what it is.
+        seed = info.get("seed", _select(config, "train.seed"))
+        label = str(algo) + ("" if seed is None else f" seed {seed}")
+        return RunDir(path, label, str(algo), rows, config, named=False)
     label = path.name if algo in path.name else f"{path.name} ({algo})"
     return RunDir(path, label, str(algo), rows, config)
+
+
+# train.py's default run dir name: the start time (%H-%M-%S), then `_` and the algorithm.
+_TIMESTAMPED = re.compile(r"^\d{2}-\d{2}-\d{2}(_.*)?$")
 
 
 def _select(cfg: Any, key: str) -> Any:
@@ -213,6 +225,8 @@ def _final(store: Store, run: RunDir, label: str | None = None) -> Entry | None:
     if not ck:
         return None
     step, key = ck[-1]
+    if label is None and not run.named:
+        label = f"{run.label} step {step}"
     return _entry(store, key, label or run.label, f"run {run.path}, final checkpoint (step {step})",
                   run, step)
 

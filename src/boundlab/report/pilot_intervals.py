@@ -115,8 +115,13 @@ def seed_cells(ids: Sequence[str], base: tuple[np.ndarray, np.ndarray],
 
 
 def toy2_tiers(ids: Sequence[str]) -> dict[str, str]:
-    """{problem id: tier} for toy2 test problems (the shipped test split)."""
-    from boundlab.toyworld2.task import toy2_problems
+    """{problem id: tier} for toy2 test problems (the shipped test split), through the task registry
+    (the report layer does not import a world; the entry point registers it: boundlab.builtins)."""
+    from types import SimpleNamespace
+
+    from boundlab.tasks import build_task
 
     want = set(ids)
-    return {p.problem_id: p.meta["tier"] for p in toy2_problems("test") if p.problem_id in want}
+    task = build_task(SimpleNamespace(name="toy2", split="test", tiers=None, per_tier=None, limit=None,
+                                      train_mix=None))
+    return {p.problem_id: p.meta["tier"] for p in task.problems if p.problem_id in want}

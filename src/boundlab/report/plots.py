@@ -1,5 +1,5 @@
 """The report's own figures (coverage, perplexity, progression, algorithms, breakdowns); the pass@k
-curves use `boundlab.tracking.plots.plot_passk`. Agg canvas, never pyplot (see tracking.plots)."""
+curves use `boundlab.plots.curves.plot_passk`. Agg canvas, never pyplot (see boundlab.plots)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from boundlab.tracking.plots import BASE_COLOR, MARKERS, PALETTE, _new_figure, _save
+from boundlab.plots.style import BASE_COLOR, MARKERS, PALETTE, _new_figure, _save
 
 # Coverage cells, in drawing order, with colours that read without a legend lookup.
 CELLS = (("both", "both solve", "#009E73"), ("base_only", "base only", "#D55E00"),

@@ -10,6 +10,10 @@ any moment leaves either the old file or the new one, never a torn one.
   artefact: it is an error naming file:line, since skipping it would silently drop a result.
 - `append_jsonl`: adds a row by rewriting the whole file atomically (these files hold one row per
   probe, so the cost is nothing), never by an in-place append that a kill can tear.
+- Strict JSON: Python writes a non-finite float as `Infinity`/`NaN`, which no other JSON reader
+  takes. Run files hold such a float as the string `"Infinity"`, `"-Infinity"` or `"NaN"` instead
+  (`dumps`), and the readers here turn exactly those strings back into floats (`undo_nonfinite`), so
+  code that reads a row sees the float it wrote (`crossing_k_ci_high` = inf: an interval open beyond n).
 
 Departure from the obvious: a reader that is not the file's writer (report.py) skips a torn last
 line but does not rewrite the file. A rewrite by a second process could replace the file between the
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import sys
 import tempfile
@@ -68,8 +73,41 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     _fsync_dir(path.parent)
 
 
+_NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
+
+
+def _finite(obj: Any) -> Any:
+    """`obj` with every non-finite float (numpy's too) replaced by its string (see the docstring)."""
+    if isinstance(obj, float) or (type(obj).__module__ == "numpy" and hasattr(obj, "is_integer")):
+        x = float(obj)
+        if math.isfinite(x):
+            return obj
+        return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def undo_nonfinite(obj: Any) -> Any:
+    """The inverse of what `dumps` does to non-finite floats."""
+    if isinstance(obj, str):
+        return _NONFINITE.get(obj, obj)
+    if isinstance(obj, dict):
+        return {k: undo_nonfinite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [undo_nonfinite(v) for v in obj]
+    return obj
+
+
+def dumps(obj: Any, **kw: Any) -> str:
+    """Strict JSON (no `Infinity`/`NaN` literals): what every run file is written with."""
+    return json.dumps(_finite(obj), allow_nan=False, **kw)
+
+
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2) + "\n")
+    atomic_write_text(path, dumps(obj, indent=2) + "\n")
 
 
 def read_json(path: str | os.PathLike, default: Any = None, what: str = "") -> Any:
@@ -79,7 +117,7 @@ def read_json(path: str | os.PathLike, default: Any = None, what: str = "") -> A
     if not path.is_file():
         return default
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return undo_nonfinite(json.loads(path.read_text(encoding="utf-8")))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         hold = f" ({what})" if what else ""
         raise RunDirError(f"{path}{hold} is not valid JSON: {e}; restore it or delete it") from None
@@ -89,7 +127,7 @@ def _parse(line: str) -> dict[str, Any]:
     obj = json.loads(line)
     if not isinstance(obj, dict):
         raise json.JSONDecodeError("not a JSON object", line, 0)
-    return obj
+    return undo_nonfinite(obj)
 
 
 def read_jsonl(path: str | os.PathLike, repair: bool = False) -> list[dict[str, Any]]:
@@ -126,7 +164,7 @@ def read_jsonl(path: str | os.PathLike, repair: bool = False) -> list[dict[str, 
 
 
 def write_jsonl(path: str | os.PathLike, rows: list[dict[str, Any]]) -> None:
-    atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
+    atomic_write_text(path, "".join(dumps(r) + "\n" for r in rows))
 
 
 def append_jsonl(path: str | os.PathLike, row: dict[str, Any]) -> list[dict[str, Any]]:

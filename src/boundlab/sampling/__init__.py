@@ -1,7 +1,7 @@
-"""Samplers by name: `hf` (transformers generate) and `vllm` (GPU).
+"""Samplers by name: `hf` (transformers generate), `vllm` (GPU) and `power` (p^alpha by MCMC).
 
 A sampler factory reads the shared `sampler.*` knobs (name, batch_size, device, torch_threads) and
-only its own block: `sampler.hf` and `sampler.vllm` go, as keyword arguments, to their sampler alone,
+only its own block: `sampler.hf`, `sampler.vllm` and `sampler.power` go, as keyword arguments, to their sampler alone,
 whose constructor takes no catch-all, so an option it does not know is a TypeError.
 """
 
@@ -49,6 +49,25 @@ def _vllm(model_cfg: Any, sampler_cfg: Any, model: Any = None, tokenizer: Any = 
     # so it gets a saved copy, deleted when the sampler closes.
     folder = save_for_vllm(model, tokenizer)
     return VLLMSampler(model_cfg, path=str(folder), owned_dir=folder, tokenizer=tokenizer, **options)
+
+
+@SAMPLERS.register("power")
+def _power(model_cfg: Any, sampler_cfg: Any, model: Any = None, tokenizer: Any = None) -> Sampler:
+    from boundlab.config import to_dict
+    from boundlab.models import load_model, load_tokenizer, resolve_model_path
+    from boundlab.sampling.power import PowerSampler
+
+    if getattr(model_cfg, "vision", False):
+        from boundlab.config import ConfigError
+
+        raise ConfigError("sampler=power samples text models only; use sampler=hf for a "
+                          "vision-language model")
+    if model is None:
+        resolved = resolve_model_path(model_cfg)
+        tokenizer = tokenizer or load_tokenizer(model_cfg, resolved)
+        model = load_model(model_cfg, pick_device(sampler_cfg.device), resolved, whole=True)
+    return PowerSampler(model, tokenizer, batch_size=sampler_cfg.batch_size,
+                        **to_dict(sampler_cfg.power))
 
 
 def pick_device(name: str) -> str:

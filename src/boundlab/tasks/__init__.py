@@ -17,6 +17,8 @@ TASKS: Registry[Task] = Registry("task")
 
 def build_task(cfg: Any) -> Task:
     """Build the task named by `cfg.name`, then apply the generic options (limit, template...)."""
+    if getattr(cfg, "slice", None) and cfg.name != "toy2":
+        raise ValueError(f"task.slice={cfg.slice}: only task=toy2 has named slices")
     task = TASKS.get(cfg.name)(cfg)
     if getattr(cfg, "template", None):
         task.template = cfg.template

@@ -6,6 +6,12 @@ across tiers, so `limit` keeps it close to stratified. `task.tiers` keeps only t
 tiers). `split=train` ignores those and builds the RL training set from `task.train_mix`
 (tier -> share; `DEFAULT_TRAIN_MIX` when null). `meta` carries `tier`, `family`, `operands` and
 `cells` (the decisions on the correct path); the task breaks every table down by `tier`.
+
+`task.slice=heldout` probes the held-out slice instead (`heldout.py`: never used in calibration,
+pretraining, the audit or RL training; ids `tw2-heldout-NNNN`, `meta["source"]` says where each
+problem comes from); `task.tiers` still filters it, `task.per_tier` does not apply. `split=train`
+(the RL pool, which a run builds from the same task config) ignores the slice, and withholds the
+slice's problems from every mix (the default mix's problems are unchanged).
 """
 
 from __future__ import annotations
@@ -54,11 +60,37 @@ def train_problems(mix: dict[str, float]) -> list[Problem]:
     if (bad or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in shares)
             or any(w < 0 for w in shares) or sum(shares) <= 0):
         raise ValueError(f"task.train_mix: need tier -> share >= 0 over {list(TIERS)}, got {dict(mix)}")
-    everything = toy2_problems("train")
+    from boundlab.toyworld2.heldout import withheld_train_ids
+
+    withheld = withheld_train_ids()
+    everything = [p for p in toy2_problems("train") if p.problem_id not in withheld]
     pools = {t: [p for p in everything if p.meta["tier"] == t] for t in mix if mix[t] > 0}
     total_w = sum(mix[t] for t in pools)
     total = int(min(len(pools[t]) * total_w / mix[t] for t in pools))
     return interleave({t: pools[t][: round(total * mix[t] / total_w)] for t in pools})
+
+
+SLICES = ("default", "heldout")
+
+
+def heldout_problems(tiers: list[str] | None = None) -> list[Problem]:
+    """The held-out slice (`heldout.heldout_specs`), optionally only some tiers."""
+    from boundlab.toyworld2.heldout import heldout_specs
+    from boundlab.toyworld2.world import spec
+
+    if tiers is not None:
+        bad = [t for t in tiers if t not in TIERS]
+        if bad:
+            raise ValueError(f"task.tiers: unknown tier(s) {bad}; the tiers are {list(TIERS)}")
+    out = []
+    for i, (source, q) in enumerate(heldout_specs()):
+        p = spec(q)
+        if tiers is not None and p.tier not in tiers:
+            continue
+        out.append(Problem(f"tw2-heldout-{i:04d}", p.question, str(p.answer),
+                           {"tier": p.tier, "family": p.family, "operands": p.operands,
+                            "cells": list(p.cells), "source": source}))
+    return out
 
 
 @TASKS.register("toy2")
@@ -77,7 +109,14 @@ def build_toy2(cfg: Any) -> Task:
     else:
         tiers = getattr(cfg, "tiers", None)
         per_tier = getattr(cfg, "per_tier", None)
-        problems = toy2_problems(split, list(tiers) if tiers else None,
-                                 int(per_tier) if per_tier else None)
+        name = getattr(cfg, "slice", None) or "default"
+        if name not in SLICES:
+            raise ValueError(f"task.slice={name}: toy2's slices are {', '.join(SLICES)}")
+        if name == "heldout":
+            problems = heldout_problems(list(tiers) if tiers else None)
+            log.info("toy2 held-out slice: %d problems (task.per_tier does not apply)", len(problems))
+        else:
+            problems = toy2_problems(split, list(tiers) if tiers else None,
+                                     int(per_tier) if per_tier else None)
     return Task("toy2", problems, template=PROMPT_TEMPLATE, verifier="toy2", chat=False,
                 group_by="tier", group_order=TIERS)

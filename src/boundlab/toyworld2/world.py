@@ -219,7 +219,12 @@ def interleave(groups: dict[str, list]) -> list:
 
 @lru_cache(maxsize=1)
 def held_out() -> frozenset[str]:
-    return frozenset(p.question for s in splits().values() for p in s)
+    """Questions no pretraining corpus may hold: the test and train splits, and the held-out slice's
+    fresh problems (none of which the shipped corpora drew, so their streams are unchanged)."""
+    from boundlab.toyworld2.heldout import fresh_questions
+
+    fresh = {q for qs in fresh_questions().values() for q in qs}
+    return frozenset(p.question for s in splits().values() for p in s) | fresh
 
 
 def prompt(question: str) -> str:

@@ -7,7 +7,7 @@
 
     run = read_offline_run(run_dir)   # history / config / summary of the offline run files
 
-Plots live in `boundlab.tracking.plots` (imports matplotlib, so not imported here). `wandb` is
+Plots live in their own package, `boundlab.plots` (it imports matplotlib). `wandb` is
 imported only when a W&B logger is built or a run file is read: `import boundlab.tracking` is cheap.
 """
 

@@ -51,7 +51,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.rundir import checkpoints as ck
     from boundlab.sampling.checkpoint import sampler_factory
     from boundlab.training.init_from import check_required, resolve_init
-    from boundlab.training.rewards import make_reward_fn
+    from boundlab.training.rewards import check_strict, make_reward_fn
     from boundlab.verify import build_verifier, verifier_options
 
     from boundlab.algos import check as check_algo
@@ -78,18 +78,29 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     probe_task.groups()  # a group_by some problem lacks fails here, before any model work
     train_task = build_task(_with(cfg.task, split=cfg.train.train_split, limit=cfg.train.train_limit))
     _check_vision(cfg, train_task)
+    from boundlab.training.context_fit import check_context
+
+    base_dir = resolve_model_path(cfg.model)
+    context_tok = load_tokenizer(cfg.model, base_dir)
+    check_context(cfg.model.name, base_dir, context_tok, probe_task,
+                  {"probe.max_new_tokens": cfg.probe.max_new_tokens,
+                   "algo.max_completion_length": cfg.algo.max_completion_length})
     store = Store(cfg.store.path)
     verifier = build_verifier(probe_task.verifier, **verifier_options(probe_task.verifier, cfg.verify))
+    reward_cfg = cfg.get("reward") if hasattr(cfg, "get") else getattr(cfg, "reward", None)
+    strict_reward = bool(reward_cfg and reward_cfg.strict)
+    shuffle_seed = cfg.train.seed if reward_cfg and reward_cfg.shuffle_within_group else None
+    if strict_reward:
+        check_strict(train_task, verifier)
     info = _load_run_info(run_dir)
     logger_cfg = _with(cfg.logger, run_id=cfg.logger.run_id or info.get("wandb_run_id"),
                        job_type=cfg.logger.job_type or cfg.algo.name)
     logger = build_logger(logger_cfg, run_dir, to_dict(cfg))
     try:
         info.update(wandb_run_id=logger.run_id, started=info.get("started", time.time()),
-                    algo=cfg.algo.name, model=cfg.model.name, task=probe_task.name)
+                    algo=cfg.algo.name, model=cfg.model.name, task=probe_task.name, seed=cfg.train.seed)
         atomic_write_json(run_dir / RUN_INFO, info)
 
-        base_dir = resolve_model_path(cfg.model)
         tracker = build_tracker(run_dir, probe_task, store, verifier, logger,
                                 sampler_factory(cfg.model, cfg.sampler), ProbeSpec.from_config(cfg.probe))
         print(f"[boundlab] run dir {run_dir}; {threads} torch thread(s); "
@@ -133,7 +144,8 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         dataset = _dataset(train_task, tok, processing if cfg.model.vision else None)
         peft_config = _peft(cfg)
         report_to = ["wandb"] if logger.mode != "disabled" and logger.run_id else []
-        reward = make_reward_fn(train_task, verifier, cfg.algo.max_completion_length, tok.eos_token_id)
+        reward = make_reward_fn(train_task, verifier, cfg.algo.max_completion_length, tok.eos_token_id,
+                                strict=strict_reward, shuffle_seed=shuffle_seed)
         callbacks: list = [ProbeCallback(tracker, cfg.train.probe_mode, cfg.train.save_total_limit,
                                          cfg.train.stop_on_shrink)]
         reset = None
@@ -149,8 +161,13 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
             reset.bind(trainer)
         if resume_from is not None:
             print(f"[boundlab] resuming from {resume_from}", flush=True)
-        with no_space_left(ckpt_dir, f"resume: python train.py resume={run_dir}"):
-            trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+        try:
+            with no_space_left(ckpt_dir, f"resume: python train.py resume={run_dir}"):
+                trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+        except KeyboardInterrupt:  # Ctrl-C: one line with the step and the resume command
+            from boundlab.training.interrupt import interrupted
+
+            raise interrupted(run_dir, trainer, cfg.train.max_steps, ckpt_dir) from None
         (run_dir / DONE_MARKER).write_text("ok\n")
         _print_boundary(tracker)
         if not detached and main_rank:

@@ -3,10 +3,19 @@
 The reward is exactly what the probe counts as a pass, so training optimises pass@1 as measured:
 that includes the probe's rule for cut-off completions (stopped at the length limit without an end
 of sequence), which a verifier that reads them (`reads_cut_off`) never scores by a fallback.
+
+Two controls (`reward.*`, boundlab.config.RewardConfig): `strict` pays 1 only for a right answer
+reached by the canonical trace (the toy worlds' strict pass), and `shuffle_within_group` permutes
+the rewards within each group of rollouts (the completions of one problem in one call), so the
+reward says nothing about which completion is right while the group's sum, and so the size of the
+update, is kept: the drift control. The permutation is seeded by the seed and the group's own
+problem id and texts, so a resumed run draws the same permutation for the same rollouts.
 """
 
 from __future__ import annotations
 
+import hashlib
+import random
 from typing import Any, Callable
 
 from boundlab.tasks.base import Task
@@ -22,8 +31,41 @@ def cut_off_flags(completion_ids: list[list[int]] | None, max_len: int | None,
     return [len(ids) >= max_len and (not ids or ids[-1] != eos_id) for ids in completion_ids]
 
 
+def shuffle_within_groups(rewards: list[float], problem_id: list[str], texts: list[str],
+                          seed: int) -> list[float]:
+    """`rewards` permuted within each group of equal `problem_id`, uniformly at random. The
+    permutation of a group is a function of (seed, problem id, the group's texts in order) only."""
+    order: dict[str, list[int]] = {}
+    for i, pid in enumerate(problem_id):
+        order.setdefault(pid, []).append(i)
+    out = list(rewards)
+    for pid, idx in order.items():
+        h = hashlib.sha256(f"{seed}\x00{pid}".encode())
+        for i in idx:
+            h.update(b"\x00" + texts[i].encode())
+        perm = list(idx)
+        random.Random(int.from_bytes(h.digest()[:8], "big")).shuffle(perm)
+        for dst, src in zip(idx, perm):
+            out[dst] = rewards[src]
+    return out
+
+
+def check_strict(task: Task, verifier: Verifier) -> None:
+    """reward.strict=true needs strict verdicts: refuse at start a verifier that gives none."""
+    from boundlab.config import ConfigError
+
+    if not task.problems:
+        return
+    if verifier.score(task.problems[0], [""])[0].strict is None:
+        raise ConfigError(f"reward.strict=true: task {task.name}'s verifier ({task.verifier}) does not "
+                          f"check traces, so no completion can earn a strict reward; use a toy world")
+
+
 def make_reward_fn(task: Task, verifier: Verifier, max_completion_length: int | None = None,
-                   eos_token_id: int | None = None) -> Callable[..., list[float]]:
+                   eos_token_id: int | None = None, *, strict: bool = False,
+                   shuffle_seed: int | None = None) -> Callable[..., list[float]]:
+    """`strict`: 1 only for a right answer with a strict (canonical-trace) verdict.
+    `shuffle_seed`: not None = permute the rewards within each group (`shuffle_within_groups`)."""
     reads_cut_off = bool(getattr(verifier, "reads_cut_off", False))
 
     def reward(prompts: list[Any], completions: list[Any], problem_id: list[str],
@@ -43,8 +85,14 @@ def make_reward_fn(task: Task, verifier: Verifier, max_completion_length: int | 
         out = [0.0] * len(texts)
         for (pid, idx), vs in zip(order.items(), verdicts):
             for i, v in zip(idx, vs):
-                out[i] = 1.0 if v.correct else 0.0
+                if strict and v.strict is None:
+                    raise ValueError(f"reward.strict=true: the {task.verifier} verifier does not check "
+                                     f"traces (no strict verdict); use it on a toy world")
+                out[i] = 1.0 if v.correct and (v.strict or not strict) else 0.0
+        if shuffle_seed is not None:
+            out = shuffle_within_groups(out, list(problem_id), texts, shuffle_seed)
         return out
 
-    reward.__name__ = f"{task.verifier}_correct"
+    reward.__name__ = (f"{task.verifier}_{'strict' if strict else 'correct'}"
+                       + ("_shuffled" if shuffle_seed is not None else ""))
     return reward

@@ -1,5 +1,6 @@
 """On-policy RL that TRL 1.16 lacks: PPO, REINFORCE++, REINFORCE++-baseline, ReMax and DAPO, and the
-remedies of issue 14: Pass@k Training (passk_grpo), Weighted-REINFORCE and NSR.
+remedies of issue 14: Pass@k Training (passk_grpo), Weighted-REINFORCE and NSR, and GRPO itself
+(grpo_onpolicy: the remedies' reference on the same trainer, token-level loss).
 
 One `transformers.Trainer` subclass, `OnPolicyTrainer` (trainer.py), serves them all; their knobs
 are the `algo.onpolicy` block (boundlab.config.OnPolicyConfig). The algorithms differ only in
@@ -70,7 +71,8 @@ from boundlab.config import ConfigError
 __all__ = ["ADV_ESTIMATORS", "CRITIC_DIR", "RECIPES", "OnPolicySettings", "OnPolicyTrainer",
            "PolicyWithCritic", "Recipe", "Rollouts", "RoundSampler", "build_critic", "build_onpolicy",
            "load_critic", "load_reference", "settings_from_cfg", "PPO", "REINFORCE_PP",
-           "REINFORCE_PP_BASELINE", "REMAX", "DAPO", "PASSK_GRPO", "WEIGHTED_REINFORCE", "NSR", "PKPO"]
+           "REINFORCE_PP_BASELINE", "REMAX", "DAPO", "GRPO_ONPOLICY", "PASSK_GRPO",
+           "WEIGHTED_REINFORCE", "NSR", "PKPO"]
 
 
 def load_reference(cfg: Any) -> nn.Module:
@@ -121,6 +123,7 @@ REINFORCE_PP = _algorithm("reinforce_pp")
 REINFORCE_PP_BASELINE = _algorithm("reinforce_pp_baseline")
 REMAX = _algorithm("remax")
 DAPO = _algorithm("dapo")
+GRPO_ONPOLICY = _algorithm("grpo_onpolicy")
 PASSK_GRPO = _algorithm("passk_grpo")
 WEIGHTED_REINFORCE = _algorithm("weighted_reinforce")
 NSR = _algorithm("nsr")

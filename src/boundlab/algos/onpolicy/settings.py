@@ -32,6 +32,9 @@ RECIPES: dict[str, Recipe] = {
     "reinforce_pp_baseline": Recipe("reinforce_pp_baseline", needs_groups=True),
     "remax": Recipe("remax", greedy_baseline=True),
     "dapo": Recipe("group", needs_groups=True, kl_where="loss"),
+    # GRPO on this trainer (issue 40): the same estimator as dapo, its conf with DAPO's extras off, so
+    # a remedy that runs here is compared with GRPO on the same trainer, not across trainers.
+    "grpo_onpolicy": Recipe("group", needs_groups=True, kl_where="loss"),
     # Remedies (issue 14): one advantage per sequence, so KL goes in the loss.
     "passk_grpo": Recipe("passk", needs_groups=True, kl_where="loss"),
     # PKPO (issue 39): the unbiased pass@k gradient with a leave-one-out baseline; k may anneal.
@@ -164,6 +167,9 @@ def settings_from_cfg(name: str, cfg: Any) -> OnPolicySettings:
     eps_high = o.epsilon if o.epsilon_high is None else o.epsilon_high
     if o.epsilon <= 0 or eps_high <= 0:
         bad("algo.onpolicy.epsilon and algo.onpolicy.epsilon_high must be > 0")
+    if name == "grpo_onpolicy" and (o.dynamic_sampling or o.overlong_buffer or eps_high != o.epsilon):
+        bad("is GRPO on this trainer: dynamic sampling, overlong shaping and clip-higher "
+            "(epsilon_high != epsilon) are DAPO's; for them use algo=dapo")
 
     where, estimator = "none", kl.estimator
     if kl.coef < 0:

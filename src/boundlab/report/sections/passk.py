@@ -11,7 +11,7 @@ from boundlab.report.document import Doc, Table
 
 def render(r: Report, d: Doc) -> None:
     from boundlab.probe.estimator import powers_of_two
-    from boundlab.tracking.plots import plot_passk
+    from boundlab.plots.curves import plot_passk
 
     probes = [r.base, *r.models]
     curves = {}

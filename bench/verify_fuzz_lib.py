@@ -13,7 +13,7 @@ value written otherwise, and wrong ones (negated, doubled, plus one, halved).
 `closed_form.relation` (`6 - 5i`, `p - q`, `1, -2`, `x = 5`, and `xy`, `\\frac{1}{2}m`, `1,234`,
 `i = 5` that they must refuse), checked by `differential_polynomials`.
 
-Used by `tests/unit/test_closed_form.py` (a few hundred pairs) and `bench/verify_fuzz.py`
+A test tool, not part of the library. Used by `tests/unit/test_closed_form.py` (a few hundred pairs) and `bench/verify_fuzz.py`
 (tens of thousands, with the counts printed as JSON).
 """
 
@@ -118,7 +118,8 @@ def variants(x: str, rng: random.Random) -> list[str]:
 def _check_pairs(out: dict, g: str, answers: list[str]) -> None:
     """math-verify's verdict for `g` against itself, and every pair the parent decides
     (`fast_verdict`) against a plain math-verify call, counted into `out`."""
-    from boundlab.verify.math import fast_verdict, plain_math_verify
+    from boundlab.verify.math_rules import fast_verdict
+    from boundlab.verify.math_worker import plain_math_verify
 
     if not plain_math_verify(g, g):
         out["self_wrong"].append(g)
@@ -154,7 +155,8 @@ def differential(n_golds: int, seed: int = 0, progress: bool = False) -> dict:
     from sympy import Basic
 
     from boundlab.verify.closed_form import closed_form_value
-    from boundlab.verify.math import _PARSE_TIMEOUT_S, wrap_latex
+    from boundlab.verify.math_worker import _PARSE_TIMEOUT_S
+    from boundlab.verify.math_rules import wrap_latex
 
     rng = random.Random(seed)
     out = {"golds": 0, "drawn": 0, "value_checked": 0, "value_mismatch": [], "self_wrong": [],
@@ -270,7 +272,7 @@ def poly_variants(x: str, rng: random.Random) -> list[str]:
     if digits:
         i = rng.choice(digits)
         out.append(x[:i] + str((int(x[i]) + 1) % 10) + x[i + 1:])
-    from boundlab.verify.math import split_gold
+    from boundlab.verify.math_rules import split_gold
 
     if "=" in x:
         lhs, _, rhs = x.partition("=")
@@ -338,7 +340,8 @@ def differential_polynomials(n_golds: int, seed: int = 0, progress: bool = False
     from sympy import Basic, Eq
 
     from boundlab.verify.closed_form import polynomials, relation
-    from boundlab.verify.math import _PARSE_TIMEOUT_S, wrap_latex
+    from boundlab.verify.math_worker import _PARSE_TIMEOUT_S
+    from boundlab.verify.math_rules import wrap_latex
 
     rng = random.Random(seed)
     out = {"golds": 0, "drawn": 0, "value_checked": 0, "value_mismatch": [], "self_wrong": [],
@@ -396,7 +399,9 @@ def same_parse_check(strings: list[str]) -> dict:
     parses (expression and string). Returns the counts and every failure."""
     from math_verify import parse
 
-    from boundlab.verify.math import _PARSE_TIMEOUT_S, parse_text, wrap_latex
+    from boundlab.verify.math_worker import _PARSE_TIMEOUT_S
+
+    from boundlab.verify.math_rules import parse_text, wrap_latex
 
     out = {"strings": 0, "read": 0, "same_text_pairs": 0, "text_mismatch": [],
            "parse_mismatch": []}
@@ -452,7 +457,8 @@ def end_to_end(golds: list[str], answers_per_gold: int = 20, seed: int = 0,
 
     from boundlab.tasks.base import Problem
     from boundlab.verify.extract import extract_math_answer
-    from boundlab.verify.math import MathVerifier, plain_math_verify
+    from boundlab.verify.math import MathVerifier
+    from boundlab.verify.math_worker import plain_math_verify
 
     from boundlab.verify.closed_form import polynomials, relation
 

@@ -1,8 +1,5 @@
-"""Figures shared across the project: pass@k curves and the boundary over training.
-
-Built on `matplotlib.figure.Figure` with the Agg canvas, never `pyplot`: no global backend switch, no
-figure registry to leak, safe in worker threads and on machines without a display.
-"""
+"""The boundary over training: pass@1 and pass@n by step (all problems, one panel per tier), and the
+entropy view by step."""
 
 from __future__ import annotations
 
@@ -13,101 +10,8 @@ from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-# Colour-blind-safe (Okabe-Ito), in the order curves are given.
-PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-BASE_COLOR = "#555555"
-
-
-def _new_figure(width: float = 6.4, height: float = 4.4) -> tuple[Figure, object]:
-    fig = Figure(figsize=(width, height), dpi=150, layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    ax.grid(True, which="major", alpha=0.35, linewidth=0.8)
-    ax.spines[["top", "right"]].set_visible(False)
-    return fig, ax
-
-
-def _save(fig: Figure, path: str | os.PathLike) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150)
-    return path
-
-
-def _finite(values: Sequence[float] | None) -> list[float] | None:
-    if values is None:
-        return None
-    return [float("nan") if v is None else float(v) for v in values]
-
-
-def _log2_ticks(ax, ks: Sequence[float]) -> None:
-    """Ticks at powers of two, labelled as plain integers (1, 2, 4, ..., 1024)."""
-    lo, hi = min(ks), max(ks)
-    first, last = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
-    ticks = [2.0**e for e in range(first, last + 1)]
-    step = max(1, math.ceil(len(ticks) / 11))  # at most ~11 labels
-    ax.xaxis.set_major_locator(FixedLocator(ticks[::step]))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
-    ax.set_xlim(lo / 2**0.25, hi * 2**0.25)
-
-
-def plot_passk(
-    curves: Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float] | None, Sequence[float] | None]],
-    path: str | os.PathLike,
-    title: str = "pass@k",
-    xlabel: str = "k (number of samples)",
-    ylabel: str = "pass@k",
-) -> Path:
-    """pass@k against k on a log2 x axis, one curve per entry, with CI bands where `lo`/`hi` are given.
-
-    `curves` maps a label to `(ks, values, lo, hi)`; `lo` and `hi` may be None. A curve whose label
-    starts with "base" is drawn in grey, dashed, so the reference reads as a reference; one whose
-    label starts with "predicted" (a model's extrapolation, not a measurement) is dashed too.
-    """
-    fig, ax = _new_figure()
-    all_ks: list[float] = []
-    colour_i = 0
-    for label, (ks, values, lo, hi) in curves.items():
-        ks = [float(k) for k in ks]
-        values = _finite(values)
-        if not ks:
-            continue
-        all_ks.extend(ks)
-        is_base = label.lower().startswith("base")
-        color = BASE_COLOR if is_base else PALETTE[colour_i % len(PALETTE)]
-        marker = "o" if is_base else MARKERS[colour_i % len(MARKERS)]
-        if not is_base:
-            colour_i += 1
-        ax.plot(
-            ks,
-            values,
-            label=label,
-            color=color,
-            marker=marker,
-            markersize=4,
-            # With every k from 1 to n, mark only the powers of two: evenly spaced on a log2 axis.
-            markevery=None if len(ks) <= 16 else [i for i, k in enumerate(ks) if k > 0 and math.log2(k).is_integer()],
-            linewidth=1.8,
-            linestyle="--" if is_base or label.lower().startswith("predicted") else "-",
-            zorder=3,
-        )
-        lo, hi = _finite(lo), _finite(hi)
-        if lo is not None and hi is not None:
-            ax.fill_between(ks, lo, hi, color=color, alpha=0.15, linewidth=0, zorder=2)
-    ax.set_xscale("log", base=2)
-    if all_ks:
-        _log2_ticks(ax, all_ks)
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    if curves:
-        ax.legend(loc="best", frameon=False)
-    return _save(fig, path)
+from boundlab.plots.style import BASE_COLOR, PALETTE, _finite, _new_figure, _save
 
 
 def plot_boundary(
