@@ -93,7 +93,11 @@ class BoundaryTracker:
 
     def _append_row(self, row: dict[str, Any]) -> None:
         self.rows = [R.normalize(r) for r in append_jsonl(self.run_dir / PROBES_FILE, row)]
-        print(f"[boundlab] {R.probe_line(row)}", flush=True)
+        line = f"[boundlab] {R.probe_line(row)}"
+        print(line, flush=True)
+        if (self.run_dir / "train.log").exists():  # a train.py run: its log keeps every probe's line
+            with open(self.run_dir / "train.log", "a", encoding="utf-8") as f:
+                f.write(line + "\n")
 
     # -- probing ---------------------------------------------------------------------------
     def _probe(self, model_dir: str, name: str, seed: int | None = None, kl: bool = False) -> ProbeResult:

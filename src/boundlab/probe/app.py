@@ -319,7 +319,7 @@ def print_summary(result: ProbeResult, store_path: Path, max_new_tokens: int | N
         rate = result.new_samples / max(result.seconds, 1e-9)
         verb = "scored" if result.model_name.startswith("samples:") else "sampled"
         print(f"  {verb} {result.new_samples} new completions in {result.seconds:.1f} s "
-              f"({rate:.1f} samples/s)")
+              f"({rate:.3g} samples/s)")
     else:
         print("  all samples came from the store (nothing new to sample)")
     print(f"  store: {store_path} (probe {result.key})")

@@ -58,6 +58,9 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.errors import no_space_left
 
     check_algo(cfg)  # an impossible combination fails here, before any model work
+    from boundlab.training.console import quiet_libraries
+
+    quiet_libraries()
     check_required(cfg)  # experiment=sft_then_rl without its checkpoint
     resolve_init(cfg.train.init_from, None)  # so does a train.init_from that is not a checkpoint
     t_start = time.time()
@@ -159,6 +162,9 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
             report_to, peft_config, BuildContext(train_task, verifier, store, run_dir)))
         if reset is not None:
             reset.bind(trainer)
+        from boundlab.training.console import condense
+
+        condense(trainer)  # one line per logging step, not TRL's metric dict
         if resume_from is not None:
             print(f"[boundlab] resuming from {resume_from}", flush=True)
         try:
@@ -288,7 +294,10 @@ def _print_boundary(tracker: Any) -> None:
     saturation flags and the per-group breakdown): boundlab.boundary.rows.summary_lines."""
     from boundlab.boundary.rows import summary_lines
 
+    from boundlab.training.console import to_train_log
+
     lines = summary_lines(tracker.rows)
     if lines:
         print()
         print("\n".join(lines), flush=True)
+        to_train_log(tracker.run_dir, ["[boundlab] end of run: the boundary", *lines])
