@@ -1,0 +1,88 @@
+"""The benchmark table in docs/benchmarks.md, generated from the harness's JSON files (issue 36): every
+row a figure of docs/bench/<name>.json with its min / median / max over the repetitions, the command,
+the date and the machine that measured it, and the load it ran at. Nothing in the table is typed by hand.
+
+    python bench/table.py            # rewrite the table between its markers in docs/benchmarks.md
+    python bench/table.py --check    # exit 1 when the committed table is not what the JSON files give
+
+Each file's figures are listed in `SHOWN` under the issue's names (`floor_fraction_toy2_n256`, ...)
+where the harness names them by arm (`compact/floor_fraction`); a figure a file lacks is left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH_DIR = ROOT / "docs" / "bench"
+DOC = ROOT / "docs" / "benchmarks.md"
+START, END = "<!-- bench-table:start -->", "<!-- bench-table:end -->"
+# file -> [(name shown, figure in the file, what it is)]
+SHOWN = {
+    "probe": [
+        ("floor_fraction_toy2_n256", "compact/floor_fraction", "probe's share of the matmul FLOP floor, default engine"),
+        ("floor_fraction_toy2_n256_cb", "compact-cb/floor_fraction", "the same, continuous batching"),
+        ("cb_over_compact_floor_fraction", "compact-cb_over_compact/floor_fraction", "paired per repetition"),
+        ("samples_per_s_toy2_n256", "compact/samples_per_s", "whole-probe samples/s, default engine"),
+        ("samples_per_s_toy2_n256_cb", "compact-cb/samples_per_s", "the same, continuous batching"),
+    ],
+    "adaptive": [
+        ("adaptive_ratio_base", "adaptive_ratio_base", "samples saved against n = 1024, Table 2 base rates"),
+        ("adaptive_ratio_grpo", "adaptive_ratio_grpo", "the same, GRPO rates"),
+    ],
+}
+
+
+def _num(v: float) -> str:
+    return f"{v:.3g}"
+
+
+def rows() -> list[str]:
+    out = ["| figure | min / median / max (reps) | what | command | date, machine, load (median) |",
+           "|---|---|---|---|---|"]
+    for name, shown in SHOWN.items():
+        f = BENCH_DIR / f"{name}.json"
+        if not f.is_file():
+            continue
+        doc = json.loads(f.read_text())
+        m = doc.get("machine", {})
+        where = (f"{doc.get('date', '?')[:10]}, {m.get('cpu', '?')} {m.get('usable_cores', m.get('cores', '?'))} cores, "
+                 f"load {_num(doc['load']['median'])}" if doc.get("load") else doc.get("date", "?"))
+        for label, key, what in shown:
+            fig = doc["figures"].get(key)
+            if fig is None:
+                continue
+            out.append(f"| `{label}` | {_num(fig['min'])} / {_num(fig['median'])} / {_num(fig['max'])} "
+                       f"({fig['reps']}) | {what} | `{doc.get('command', '?')}` (`docs/bench/{name}.json`) | {where} |")
+    return out
+
+
+def render(text: str) -> str:
+    if START not in text or END not in text:
+        raise SystemExit(f"error: {DOC}: no {START} ... {END} markers")
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    return head + START + "\n" + "\n".join(rows()) + "\n" + END + tail
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true")
+    a = ap.parse_args(argv)
+    text = DOC.read_text()
+    new = render(text)
+    if a.check:
+        if new != text:
+            print(f"error: {DOC.relative_to(ROOT)}: the benchmark table is not what docs/bench/*.json give; "
+                  f"run python bench/table.py", file=sys.stderr)
+            return 1
+        return 0
+    DOC.write_text(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
