@@ -33,7 +33,10 @@ from boundlab.rundir.checkpoints import checkpoints
 
 ROOT = Path(__file__).resolve().parents[2]
 # The first edition (experiment=toy1): its probes are the shortest.
-SMOKE = ["experiment=toy1", "debug=smoke", "train.max_steps=6", "backend.torch_threads=1"]
+# The first toy model holds 64 positions: debug=smoke's 80 new tokens (sized for the second world's
+# traces) would be refused in one line (training/context_fit.py), so these runs take 32.
+SMOKE = ["experiment=toy1", "debug=smoke", "train.max_steps=6", "backend.torch_threads=1",
+         "probe.max_new_tokens=32", "algo.max_completion_length=32"]
 
 
 def env_for(d: Path) -> dict[str, str]:

@@ -84,3 +84,24 @@ def test_bad_value_leaves_good_values_sweeps_and_interpolations_alone():
     assert bad_value(ok, TrainMain) is None
     assert bad_value(["probe.n=8,abc"], ProbeMain) == "probe.n=abc: must be an integer"
     assert bad_value(["train.max_steps=1.5"], TrainMain) == "train.max_steps=1.5: must be an integer"
+
+
+def test_a_prompt_that_fits_says_how_many_new_tokens_would():
+    from types import SimpleNamespace
+
+    from boundlab.config import ConfigError
+    from boundlab.toyworld.paths import base_model_dir  # the first toy model: 64 positions
+    from boundlab.training.context_fit import check_context
+    from boundlab.tasks.base import Problem, Task
+
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(base_model_dir())
+    task = Task("t", [Problem("p0", "1+2*3", "7")], template="Q:{question};")
+    longest = len(tok("Q:1+2*3;", add_special_tokens=False)["input_ids"])
+    with pytest.raises(ConfigError) as e:
+        check_context("toy", base_model_dir(), tok, task, {"probe.max_new_tokens": 80,
+                                                         "algo.max_completion_length": 80})
+    room = 64 - longest
+    assert f"set probe.max_new_tokens<={room} and algo.max_completion_length<={room}" in str(e.value)
+    check_context("toy", base_model_dir(), tok, task, {"probe.max_new_tokens": room})  # fits: no error

@@ -73,7 +73,7 @@ def test_the_dashboards_data_loading_leaves_the_store_as_it_was(tmp_path, monkey
         _to_rollback(path)
     before = _state(path)
     index = Index([tmp_path / "runs"], store=str(path))
-    client = TestClient(make_app(index))
+    client = TestClient(make_app(index), base_url="http://127.0.0.1:8050")  # the server answers loopback names only
     m = client.get("/api/run/0/problems").json()
     assert len(m["problems"]) == 5 and len(m["columns"]) == 3
     assert client.get("/api/run/0/overview").status_code == 200

@@ -71,3 +71,19 @@ def test_every_job_the_sweep_defined_is_listed_and_those_without_probes_named(tm
 def test_a_folder_without_multirun_yaml_is_no_sweep(tmp_path):
     assert sweep_jobs(tmp_path) is None
     assert sweep_job_notes(tmp_path, []) == []
+
+
+def test_a_sweep_the_config_defines_counts_its_jobs_as_hydra_does(tmp_path):
+    # experiment=paper_grid sweeps from its config (hydra.sweeper.params), not the command line:
+    # its jobs are the config's params first, then the command line's overrides.
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    OmegaConf.save(OmegaConf.create({"hydra": {"sweeper": {"params": {"task": "gsm8k,math500"}},
+                                               "overrides": {"task": ["+experiment=paper_grid", "model=toy"]}}}),
+                   sweep / "multirun.yaml")
+    jobs = [["task=gsm8k", "+experiment=paper_grid", "model=toy"], ["task=math500", "+experiment=paper_grid", "model=toy"]]
+    with (sweep / STATUS_FILE).open("w") as f:
+        for i, j in enumerate(jobs):
+            f.write(json.dumps({"num": i, "overrides": j, "status": "done"}) + "\n")
+    got = sweep_jobs(sweep)
+    assert [(j.overrides, j.status) for j in got] == [(jobs[0], "done"), (jobs[1], "done")]

@@ -40,7 +40,11 @@ def sweep_jobs(sweep_dir: str | Path) -> list[Job] | None:
     if not (sweep_dir / "multirun.yaml").is_file():
         return None
     saved = OmegaConf.load(sweep_dir / "multirun.yaml")
-    task = [str(o) for o in (OmegaConf.select(saved, "hydra.overrides.task") or [])]
+    # As Hydra's basic sweeper builds them: the config's own sweep (hydra.sweeper.params, e.g. an
+    # experiment's) first, then the command line's overrides.
+    params = OmegaConf.select(saved, "hydra.sweeper.params") or {}
+    task = [f"{k}={v}" for k, v in params.items()]
+    task += [str(o) for o in (OmegaConf.select(saved, "hydra.overrides.task") or [])]
     recorded: dict[tuple[str, ...], dict] = {}
     if (sweep_dir / STATUS_FILE).is_file():
         for raw in (sweep_dir / STATUS_FILE).read_text().splitlines():

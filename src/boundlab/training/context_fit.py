@@ -42,7 +42,11 @@ def check_context(model_name: str, model_dir: str | Path, tokenizer: Any, task: 
         return
     if longest >= positions:
         why = f"its longest prompt alone is {longest} tokens (problem {pid})"
+        fix = "choose a model with a longer context or a task made for this model"
     else:
         why = f"its longest prompt is {longest} tokens (problem {pid}) and {key}={more} more"
+        room = positions - longest
+        fix = (f"set {' and '.join(f'{k}<={room}' for k in new_tokens)} (debug=smoke sets 80 for the second "
+               f"toy world), or choose a model with a longer context")
     raise ConfigError(f"model={model_name} holds {positions} positions, but task={task.name} cannot fit: "
-                      f"{why}; choose a model with a longer context or a task made for this model")
+                      f"{why}; {fix}")
