@@ -319,3 +319,43 @@ def test_bad_adaptive_settings_fail_with_one_line(override, msg):
         cfg = compose("probe", overrides=["probe.adaptive=true", *override])
     with pytest.raises(ConfigError, match=msg.replace(".", r"\.")):
         validate_probe(cfg.probe)
+
+
+def test_the_dashboards_band_comes_from_the_design_and_holds_the_drawn_curve(tmp_path):
+    # Issue 35: a view must use the probe's own design. The dashboard's band of an adaptive probe
+    # once counted only the problems that ran to n (every certified one dropped): its mean was
+    # another curve than the one drawn, which fell outside its band.
+    from boundlab.boundary.tracker import build_tracker
+    from boundlab.dashboard import data
+    from boundlab.dashboard.index import Index
+    from boundlab.probe.spec import ProbeSpec
+    from test_boundary_controls import Recorder
+
+    for d in ("base", "ckpt"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "config.json").write_text('{"which": "%s"}' % d)
+    (tmp_path / "run").mkdir()
+    store, v = Store(tmp_path / "s.sqlite"), build_verifier("exact")
+    try:
+        tr = build_tracker(tmp_path / "run", _task(), store, v, Recorder(),
+                           lambda d: (CoinSampler(), None),
+                           ProbeSpec(n=64, gen=GenSettings(max_new_tokens=3), seed=0,
+                                     bootstrap_iters=20, adaptive=PLAN), progress=False)
+        base = tr.probe_base(str(tmp_path / "base"))
+        tr.probe_checkpoint(10, str(tmp_path / "ckpt"))
+    finally:
+        v.close()
+        store.close()
+    assert len(set(base.n.tolist())) > 1  # uneven n: some problems certified early
+    index = Index([tmp_path / "run"], store=str(tmp_path / "s.sqlite"))
+    run = index.runs[0]
+    for i, row in enumerate(run.rows):
+        band = data.curve_band(index, run, i)
+        curve = np.array(row["curve"])
+        assert band["problems"] == len(RATES) and "adaptive design" in band["method"]
+        low, high = np.array(band["low"]), np.array(band["high"])
+        assert np.all(low <= curve + 1e-6) and np.all(curve <= high + 1e-6), row["kind"]
+        # Where the band is not clipped at 0 or 1, its centre is the drawn curve itself (not a
+        # curve of a subset of the problems).
+        open_ = (low > 0) & (high < 1)
+        assert open_.any() and np.allclose(((low + high) / 2)[open_], curve[open_], atol=1e-5), row["kind"]

@@ -74,6 +74,21 @@ def _table(n: int) -> np.ndarray:
     return t
 
 
+def _design_matrix(index: Index, run: RunEntry, row: dict[str, Any], ids: list[str], n: int
+                   ) -> np.ndarray | None:
+    """Problems x k pass@k of an adaptive probe by its own design (boundlab.probe.adaptive.matrix,
+    the matrix the tracker's curve comes from); None for a fixed-n probe or without its store."""
+    from boundlab.probe import adaptive as AD
+
+    store, key = index.store(run), row.get("probe_key")
+    info = store.probe_info(key) if store is not None and key else None
+    plan = None if info is None else AD.plan_of(info["settings"])
+    if plan is None:
+        return None
+    P = len(store.counts(key))  # the probe's own problems: its Bonferroni split
+    return AD.matrix(store, key, ids, plan, strict=row["metric"] == "strict", problems=P)[:, :n]
+
+
 def curve_band(index: Index, run: RunEntry, i: int, z: float = 1.96) -> dict[str, Any] | None:
     """A per-k 95% band for probe i's curve: mean over problems of the unbiased per-problem pass@k,
     +- z standard errors (normal approximation over problems). The rows' own pass@1 and pass@n CIs
@@ -89,14 +104,24 @@ def curve_band(index: Index, run: RunEntry, i: int, z: float = 1.96) -> dict[str
     ck = ("band", row.get("probe_key"), n, row["metric"])
     if ck in index.cache:
         return dict(index.cache[ck], index=i)
-    ns = np.array([pc.n for pc in pcs])
-    cs = np.array([_c(pc, row["metric"]) for pc in pcs])
-    # Every problem at the same n (the usual probe): rows of one (n+1) x n table, ~30x faster
-    # than the matrix at n = 1024; the same product form.
-    mat = _table(n)[cs] if np.all(ns == n) else pass_at_k_matrix(ns, cs, n)
+    design = _design_matrix(index, run, row, list(counts), n)
+    if design is not None:
+        # An adaptive probe: the band comes from the matrix its own curve was drawn from (k <= n0
+        # from the first round, a certified problem 1 beyond it), over every problem; counting
+        # only the problems that ran to n (or reading uneven n as plain counts) would band another
+        # curve than the one drawn.
+        mat, how = design, "the adaptive design's own per-problem pass@k"
+        pcs = list(counts.values())
+    else:
+        ns = np.array([pc.n for pc in pcs])
+        cs = np.array([_c(pc, row["metric"]) for pc in pcs])
+        # Every problem at the same n (the usual probe): rows of one (n+1) x n table, ~30x faster
+        # than the matrix at n = 1024; the same product form.
+        mat = _table(n)[cs] if np.all(ns == n) else pass_at_k_matrix(ns, cs, n)
+        how = "per-problem pass@k"
     mean = mat.mean(axis=0)
     se = mat.std(axis=0, ddof=1) / math.sqrt(len(pcs)) if len(pcs) > 1 else np.zeros(n)
-    out = {"index": i, "method": f"normal approximation over {len(pcs)} problems (mean +- 1.96 SE)",
+    out = {"index": i, "method": f"normal approximation over {len(pcs)} problems (mean +- 1.96 SE of {how})",
            "low": np.clip(mean - z * se, 0, 1).round(6).tolist(),
            "high": np.clip(mean + z * se, 0, 1).round(6).tolist(),
            "problems": len(pcs)}
