@@ -59,3 +59,27 @@ def test_train_log_lines_are_appended_whole(tmp_path):
     C.to_train_log(tmp_path, ["\x1b[31mred\x1b[0m", "b"])
     C.to_train_log(tmp_path, "c")
     assert (tmp_path / "train.log").read_text() == "[2026-12-06][hydra] start\nred\nb\nc\n"
+
+
+def test_a_lost_keyboard_interrupt_is_raised_again_at_the_next_step():
+    # A KeyboardInterrupt raised inside __del__ is printed and dropped by Python; the guard's flag
+    # makes the trainer callback raise it again, so Ctrl-C always stops training.
+    import os
+    import signal
+
+    from boundlab.training.interrupt import InterruptGuard
+
+    guard = InterruptGuard()
+    cb = guard.callback()
+
+    class Dropper:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)  # the handler raises here, inside __del__: lost
+
+    with guard:
+        d = Dropper()
+        del d
+        assert guard.requested
+        with pytest.raises(KeyboardInterrupt):
+            cb.on_step_end(None, None, None)
+    assert signal.getsignal(signal.SIGINT) is not guard._handler  # the previous handler is back

@@ -167,8 +167,12 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         condense(trainer)  # one line per logging step, not TRL's metric dict
         if resume_from is not None:
             print(f"[boundlab] resuming from {resume_from}", flush=True)
+        from boundlab.training.interrupt import InterruptGuard
+
+        guard = InterruptGuard()
+        trainer.add_callback(guard.callback())
         try:
-            with no_space_left(ckpt_dir, f"resume: python train.py resume={run_dir}"):
+            with guard, no_space_left(ckpt_dir, f"resume: python train.py resume={run_dir}"):
                 trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
         except KeyboardInterrupt:  # Ctrl-C: one line with the step and the resume command
             from boundlab.training.interrupt import interrupted

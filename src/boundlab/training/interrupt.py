@@ -32,3 +32,48 @@ def interrupted(run_dir: Path, trainer: Any, max_steps: int | None, ckpt_dir: Pa
     state = getattr(trainer, "state", None)
     step = int(getattr(state, "global_step", 0) or 0)
     return Interrupted(interrupted_line(run_dir, step, max_steps, ckpt_dir))
+
+
+class InterruptGuard:
+    """Ctrl-C that always stops training. Python raises KeyboardInterrupt wherever the main thread
+    happens to be when SIGINT arrives; inside a `__del__` or a weakref callback (torch and tokenizer
+    objects are collected all the time) it is printed as "Exception ignored" and lost, and the run
+    trained on to the end (seen under load). The handler also records the request, and a trainer
+    callback raises KeyboardInterrupt again at the next step, save or log, so it cannot be lost."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: Any = None
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        self.requested = True
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> "InterruptGuard":
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import signal
+
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+    def callback(self) -> Any:
+        from transformers import TrainerCallback
+
+        guard = self
+
+        class _Recheck(TrainerCallback):
+            def _check(self, *args: Any, **kwargs: Any) -> None:
+                if guard.requested:
+                    raise KeyboardInterrupt
+
+            on_step_begin = on_step_end = on_save = on_log = on_substep_end = _check  # type: ignore[assignment]
+
+        return _Recheck()
