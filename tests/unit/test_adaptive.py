@@ -270,9 +270,9 @@ def test_the_report_reads_an_adaptive_probe_by_its_design_not_as_plain_counts(tm
     assert _adaptive(store, fixed.key, res.problem_ids, "answer", SimpleNamespace(n=None)) is None
 
 
-def test_boundary_tracking_probes_base_and_checkpoints_adaptively(tmp_path):
-    import csv
-
+def _tracked_run(tmp_path):
+    """The boundary tracker over an adaptive base and one checkpoint (the same coin sampler behind
+    both), in tmp_path/run with its store tmp_path/s.sqlite; returns the base's ProbeResult."""
     from boundlab.boundary.tracker import build_tracker
     from boundlab.probe.spec import ProbeSpec
     from test_boundary_controls import Recorder
@@ -292,6 +292,13 @@ def test_boundary_tracking_probes_base_and_checkpoints_adaptively(tmp_path):
     finally:
         v.close()
         store.close()
+    return base
+
+
+def test_boundary_tracking_probes_base_and_checkpoints_adaptively(tmp_path):
+    import csv
+
+    base = _tracked_run(tmp_path)
     assert base.adaptive is not None and len(set(base.n.tolist())) > 1
     with (tmp_path / "run" / "boundary.csv").open() as f:
         rows = {r["kind"]: r for r in csv.DictReader(f)}
@@ -325,27 +332,10 @@ def test_the_dashboards_band_comes_from_the_design_and_holds_the_drawn_curve(tmp
     # Issue 35: a view must use the probe's own design. The dashboard's band of an adaptive probe
     # once counted only the problems that ran to n (every certified one dropped): its mean was
     # another curve than the one drawn, which fell outside its band.
-    from boundlab.boundary.tracker import build_tracker
     from boundlab.dashboard import data
     from boundlab.dashboard.index import Index
-    from boundlab.probe.spec import ProbeSpec
-    from test_boundary_controls import Recorder
 
-    for d in ("base", "ckpt"):
-        (tmp_path / d).mkdir()
-        (tmp_path / d / "config.json").write_text('{"which": "%s"}' % d)
-    (tmp_path / "run").mkdir()
-    store, v = Store(tmp_path / "s.sqlite"), build_verifier("exact")
-    try:
-        tr = build_tracker(tmp_path / "run", _task(), store, v, Recorder(),
-                           lambda d: (CoinSampler(), None),
-                           ProbeSpec(n=64, gen=GenSettings(max_new_tokens=3), seed=0,
-                                     bootstrap_iters=20, adaptive=PLAN), progress=False)
-        base = tr.probe_base(str(tmp_path / "base"))
-        tr.probe_checkpoint(10, str(tmp_path / "ckpt"))
-    finally:
-        v.close()
-        store.close()
+    base = _tracked_run(tmp_path)
     assert len(set(base.n.tolist())) > 1  # uneven n: some problems certified early
     index = Index([tmp_path / "run"], store=str(tmp_path / "s.sqlite"))
     run = index.runs[0]

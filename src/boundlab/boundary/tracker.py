@@ -43,8 +43,8 @@ from boundlab.probe.spec import ProbeSpec
 from boundlab.probe.store import Store
 from boundlab.probe.views import add_views
 from boundlab.rundir import (BOUNDARY_CSV, BOUNDARY_GROUPS_CSV, BOUNDARY_PNG, ENTROPY_PNG,
-                             PASSK_BY_STEP_PNG, PROBES_FILE)
-from boundlab.rundir.io import append_jsonl, atomic_write_text, read_jsonl, write_jsonl
+                             PASSK_BY_STEP_PNG, PROBES_FILE, TRAIN_LOG)
+from boundlab.rundir.io import append_jsonl, append_lines, atomic_write_text, read_jsonl, write_jsonl
 from boundlab.tasks.base import Task
 from boundlab.tracking.names import PROBE, PROBE_STEP, PROBE_TIER, TRAIN_STEP, metric_key, tier_prefix
 
@@ -95,9 +95,8 @@ class BoundaryTracker:
         self.rows = [R.normalize(r) for r in append_jsonl(self.run_dir / PROBES_FILE, row)]
         line = f"[boundlab] {R.probe_line(row)}"
         print(line, flush=True)
-        if (self.run_dir / "train.log").exists():  # a train.py run: its log keeps every probe's line
-            with open(self.run_dir / "train.log", "a", encoding="utf-8") as f:
-                f.write(line + "\n")
+        if (self.run_dir / TRAIN_LOG).exists():  # a train.py run: its log keeps every probe's line
+            append_lines(self.run_dir / TRAIN_LOG, line)
 
     # -- probing ---------------------------------------------------------------------------
     def _probe(self, model_dir: str, name: str, seed: int | None = None, kl: bool = False) -> ProbeResult:

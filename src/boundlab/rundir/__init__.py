@@ -24,6 +24,8 @@ from pathlib import Path
 CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINT_COMPLETE = "boundlab_complete"
 PROBES_FILE = "probes.jsonl"
+# Hydra's job log for train.py; probe lines and the end-of-run table are appended to it.
+TRAIN_LOG = "train.log"
 ALARMS_FILE = "alarms.jsonl"
 BOUNDARY_CSV = "boundary.csv"
 BOUNDARY_GROUPS_CSV = "boundary_groups.csv"

@@ -174,3 +174,15 @@ def append_jsonl(path: str | os.PathLike, row: dict[str, Any]) -> list[dict[str,
     rows.append(row)
     write_jsonl(path, rows)
     return rows
+
+
+def append_lines(path: str | Path, lines: list[str] | str) -> None:
+    """Append whole lines (terminal colour codes removed) to a text file such as RUN_DIR/train.log,
+    Hydra's job log, which its handler also opens in append mode, so records and lines interleave whole."""
+    import re
+
+    if isinstance(lines, str):
+        lines = [lines]
+    with open(path, "a", encoding="utf-8") as f:
+        for line in lines:
+            f.write(re.sub(r"\x1b\[[0-9;]*m", "", line).rstrip("\n") + "\n")

@@ -13,18 +13,18 @@ BoundLab's code, or any other category (UserWarning, RuntimeWarning), still show
 from __future__ import annotations
 
 import math
-import re
 import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
 from transformers.trainer_callback import ProgressCallback
 
+from boundlab.rundir import TRAIN_LOG
+
 _LIBRARIES = r"(transformers|trl|accelerate|peft|datasets|torch)(\.|$)"
 # The columns of a logging step's line, in order, with their label: what says whether RL is learning.
 COLUMNS = (("reward", "reward"), ("reward_std", "±"), ("kl", "kl"), ("entropy", "entropy"),
            ("loss", "loss"), ("clip_ratio/region_mean", "clip"), ("learning_rate", "lr"))
-TRAIN_LOG = "train.log"
 
 
 def quiet_libraries() -> None:
@@ -92,14 +92,8 @@ def condense(trainer: Any) -> None:
         trainer.add_callback(CondensedProgress)
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
 def to_train_log(run_dir: str | Path, lines: list[str] | str) -> None:
-    """Append lines to RUN_DIR/train.log (Hydra's job log: opened in append mode, so records and these
-    lines interleave whole)."""
-    if isinstance(lines, str):
-        lines = [lines]
-    with open(Path(run_dir) / TRAIN_LOG, "a", encoding="utf-8") as f:
-        for line in lines:
-            f.write(_ANSI.sub("", line).rstrip("\n") + "\n")
+    """Append lines to RUN_DIR/train.log (boundlab.rundir.io.append_lines)."""
+    from boundlab.rundir.io import append_lines
+
+    append_lines(Path(run_dir) / TRAIN_LOG, lines)
