@@ -30,13 +30,15 @@ EXPIRED = "__expired__"
 _PARSED: dict[str, Any] = {}
 
 
-def plain_math_verify(gold: str, answer: str) -> bool:
-    """One plain math-verify call: the reference our verifier must agree with."""
+def plain_math_verify(gold: str, answer: str, budget_s: int = _PARSE_TIMEOUT_S) -> bool:
+    """One plain math-verify call: the reference our verifier must agree with. `budget_s` is each
+    step's wall-clock budget; a reference check on a loaded machine passes a generous one, since
+    math-verify's expiry is silent (an expired parse reads as an empty one, a `False`)."""
     from math_verify import parse, verify
 
-    return bool(verify(parse(wrap_latex(gold), parsing_timeout=_PARSE_TIMEOUT_S),
-                       parse(wrap_latex(answer), parsing_timeout=_PARSE_TIMEOUT_S),
-                       timeout_seconds=_VERIFY_TIMEOUT_S))
+    return bool(verify(parse(wrap_latex(gold), parsing_timeout=budget_s),
+                       parse(wrap_latex(answer), parsing_timeout=budget_s),
+                       timeout_seconds=max(budget_s, _VERIFY_TIMEOUT_S)))
 
 
 # Answer shapes a worker parses once before it takes work (`_worker_init`). math-verify's LaTeX
