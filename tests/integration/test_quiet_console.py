@@ -1,5 +1,5 @@
 """The first-hour console end to end (issue 38): `train.py debug=smoke` prints one line per logging step,
-no library FutureWarning, no metric dict and no weight-loading bars, and its train.log keeps every
+no library FutureWarning, no W&B offline-URL warning, no metric dict and no weight-loading bars, and its train.log keeps every
 probe's line and the end-of-run boundary table."""
 
 import os
@@ -27,6 +27,7 @@ def test_smoke_run_console_and_train_log(tmp_path):
     assert len(steps) == 4 and all("reward" in ln for ln in steps), steps
     assert "FutureWarning" not in out and "DeprecationWarning" not in out
     assert "{'loss'" not in out and "'reward':" not in out
+    assert "URL not available" not in out  # TRL's model card read wandb.run.url at each save
     assert "Loading weights" not in out and "Writing model shards" not in out
     log = (run / "train.log").read_text()
     assert log.count("[boundlab] probe base:") == 1 and log.count("[boundlab] probe step ") == 2

@@ -86,10 +86,18 @@ class CondensedProgress(ProgressCallback):
 
 def condense(trainer: Any) -> None:
     """Swap the trainer's progress callback for `CondensedProgress` (a trainer built with tqdm off has
-    none: nothing to do)."""
+    none: nothing to do), and skip TRL's Hub model card at every checkpoint save: it reads
+    `wandb.run.url`, which prints "URL not available in offline run" in every offline run, and a
+    BoundLab checkpoint is not pushed to the Hub (its provenance is the run dir's own files)."""
+    if hasattr(trainer, "create_model_card"):
+        trainer.create_model_card = _no_model_card
     if any(isinstance(cb, ProgressCallback) for cb in trainer.callback_handler.callbacks):
         trainer.remove_callback(ProgressCallback)
         trainer.add_callback(CondensedProgress)
+
+
+def _no_model_card(*args: Any, **kwargs: Any) -> None:
+    return None
 
 
 def to_train_log(run_dir: str | Path, lines: list[str] | str) -> None:
