@@ -148,6 +148,23 @@ def test_task_slices_and_train_mix():
     assert not test_ids & {p.question for p in train}
 
 
+def test_train_mix_by_one_tier_name():
+    """`task.train_mix=H1` (what conf/debug/demo.yaml sets, so a command line can still replace it
+    with a mapping) is the H1 tier alone, the same problems as {H1: 1.0}; an unknown name is refused."""
+    from types import SimpleNamespace
+
+    from boundlab.toyworld2.task import build_toy2
+
+    def qs(mix):
+        return [p.question for p in build_toy2(SimpleNamespace(split="train", train_mix=mix)).problems]
+
+    by_name = qs("H1")
+    assert by_name == qs({"H1": 1.0}) and by_name
+    assert by_name == [p.question for p in train_problems({"H1": 1.0})]
+    with pytest.raises(ValueError, match="train_mix"):
+        qs("H9")
+
+
 def test_clopper_pearson_by_hand():
     # k = 0: the upper bound solves (1-p)^n = alpha/2; k = n: the lower bound solves p^n = alpha/2.
     lo, hi = clopper_pearson(0, 10)

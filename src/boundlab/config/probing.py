@@ -70,7 +70,8 @@ class TaskConfig:
     slice: Optional[str] = None
     # Tiered tasks (toy2), split=train: the RL training mix, tier -> share of the training problems
     # (null = the task's default mix). The share of the counter-rule family is an ablation axis:
-    # `task.train_mix={H1:0.5,B3:0.5}`. Typed Any, not dict[str, float]: OmegaConf cannot merge a
+    # `task.train_mix={H1:0.5,B3:0.5}`; a tier's name alone (`task.train_mix=H1`) trains on that tier
+    # (a config file can set it and a command line still override it with a mapping). Typed Any, not dict[str, float]: OmegaConf cannot merge a
     # command-line dict into a typed null node (it crashed); the task checks the values itself.
     train_mix: Optional[Any] = None
     # Problem.meta key every boundary table and plot breaks down by (e.g. tier); null keeps the

@@ -98,9 +98,11 @@ def build_toy2(cfg: Any) -> Task:
     split = getattr(cfg, "split", None) or "test"
     if split == "train":
         mix = getattr(cfg, "train_mix", None)
+        if isinstance(mix, str) and mix in TIERS:  # `task.train_mix=H1`: that tier alone
+            mix = {mix: 1.0}
         if mix is not None and not hasattr(mix, "items"):
             raise ValueError(f"task.train_mix: need a mapping tier -> share, e.g. "
-                             f"task.train_mix={{H1:0.5,B3:0.5}}, got {mix!r}")
+                             f"task.train_mix={{H1:0.5,B3:0.5}}, or one tier's name, got {mix!r}")
         mix = dict(mix) if mix else DEFAULT_TRAIN_MIX
         problems = train_problems(mix)
         # Said in one line: the mix decides what RL trains on, and an override is easy to mistype.
