@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+import numpy as np
 import torch
 
 from boundlab.algos import objectives as O
@@ -84,32 +85,15 @@ class UnlikelinessReward:
         t = self.trainer
         if t is None:
             raise RuntimeError("unlikeliness reward used before bind(trainer)")
+        from boundlab.sampling.scoring import completion_logprobs
+
         tok, model = t.processing_class, t.model
         temperature = float(getattr(t, "temperature", None) or t.args.temperature)
-        device = next(model.parameters()).device
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-        prompt_ids = tok(text=prompts)["input_ids"]
-        out = []
-        step = max(1, self.rollouts)
-        with torch.no_grad():
-            for s in range(0, len(prompts), step):
-                p_ids, c_ids = prompt_ids[s:s + step], completion_ids[s:s + step]
-                lp, lc = max(map(len, p_ids)), max(1, max(map(len, c_ids)))
-                ids = torch.full((len(p_ids), lp + lc), pad, dtype=torch.long)
-                attn = torch.zeros_like(ids)
-                cmask = torch.zeros(len(p_ids), lc)
-                for i, (p, c) in enumerate(zip(p_ids, c_ids)):
-                    ids[i, lp - len(p):lp] = torch.tensor(p, dtype=torch.long)
-                    ids[i, lp:lp + len(c)] = torch.tensor(list(c), dtype=torch.long)
-                    attn[i, lp - len(p):lp + len(c)] = 1
-                    cmask[i, :len(c)] = 1
-                position_ids = (attn.cumsum(1) - 1).clamp(min=0)
-                logits = model(input_ids=ids.to(device), attention_mask=attn.to(device),
-                               position_ids=position_ids.to(device), use_cache=False).logits
-                logits = logits[:, lp - 1:-1].float() / temperature
-                logp = O.token_logprobs(logits, ids[:, lp:].to(device)).cpu()
-                out.append(O.masked_mean(logp, cmask, dim=1))
-        return torch.cat(out).to(torch.float64)
+        sums, counts = completion_logprobs(model, tok(text=prompts)["input_ids"], completion_ids,
+                                           temperature, pad, batch_size=max(1, self.rollouts))
+        # An empty completion scores 0, as a masked mean over no tokens did.
+        return torch.from_numpy(sums / np.maximum(counts, 1))
 
     def __call__(self, prompts: list[Any], completions: list[Any], completion_ids: Optional[list] = None,
                  **_: Any) -> list[float]:

@@ -46,30 +46,11 @@ def kl_estimate(logp_base: np.ndarray, logp_model: np.ndarray, problem: np.ndarr
 
 def sequence_logprobs(model: Any, prompt_ids: Sequence[Sequence[int]], completion_ids: Sequence[Sequence[int]],
                       temperature: float, pad_id: int, batch_size: int = 32) -> np.ndarray:
-    """Sum over each completion's tokens of log softmax(logits / T) under `model`, given its prompt."""
-    import torch
+    """Sum over each completion's tokens of log softmax(logits / T) under `model`, given its prompt
+    (`boundlab.sampling.scoring`)."""
+    from boundlab.sampling.scoring import completion_logprobs
 
-    out: list[float] = []
-    device = next(model.parameters()).device
-    with torch.inference_mode():
-        for s in range(0, len(prompt_ids), batch_size):
-            p_ids, c_ids = prompt_ids[s:s + batch_size], completion_ids[s:s + batch_size]
-            lp, lc = max(map(len, p_ids)), max(1, max(map(len, c_ids)))
-            ids = torch.full((len(p_ids), lp + lc), pad_id, dtype=torch.long)
-            attn = torch.zeros_like(ids)
-            cmask = torch.zeros(len(p_ids), lc, dtype=torch.float64)
-            for i, (p, c) in enumerate(zip(p_ids, c_ids)):
-                ids[i, lp - len(p):lp] = torch.tensor(list(p), dtype=torch.long)
-                ids[i, lp:lp + len(c)] = torch.tensor(list(c), dtype=torch.long)
-                attn[i, lp - len(p):lp + len(c)] = 1
-                cmask[i, :len(c)] = 1
-            pos = (attn.cumsum(1) - 1).clamp(min=0)
-            logits = model(input_ids=ids.to(device), attention_mask=attn.to(device),
-                           position_ids=pos.to(device), use_cache=False).logits
-            logits = logits[:, lp - 1:-1].float() / temperature
-            logp = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, lp:].to(device).unsqueeze(-1))
-            out.extend((logp.squeeze(-1).double().cpu() * cmask).sum(1).tolist())
-    return np.asarray(out, dtype=np.float64)
+    return completion_logprobs(model, prompt_ids, completion_ids, temperature, pad_id, batch_size)[0]
 
 
 @dataclass
