@@ -48,6 +48,17 @@ class Sampler:
         pass
 
 
+def eos_and_pad(model: Any, tokenizer: Any) -> tuple[set[int], int]:
+    """The token ids that end a completion (the model's generation config, else the tokenizer's) and
+    the id that pads a batch (the tokenizer's pad token, else the smallest end id)."""
+    eos = model.generation_config.eos_token_id
+    if eos is None:
+        eos = tokenizer.eos_token_id
+    eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos])
+    pad = getattr(tokenizer, "pad_token_id", None) if tokenizer is not None else None
+    return eos_ids, (pad if pad is not None else min(eos_ids))
+
+
 def add_special_tokens_for(tokenizer: Any, prompts: Sequence[str]) -> bool:
     """Whether tokenising `prompts` should add the tokenizer's special tokens: not when every prompt
     already starts with BOS (a chat template contains it; a second BOS shifts the distribution)."""

@@ -33,7 +33,7 @@ from typing import Any, Sequence
 import torch
 
 from boundlab.sampling.base import (Completion, GenSettings, Sampler, add_special_tokens_for, cut_at_stop,
-                                  token_entropy)
+                                  eos_and_pad, token_entropy)
 
 # Generation-config warpers that would follow the recorder, which does not replicate them.
 _OTHER_WARPERS = (("min_p", lambda v: v is not None), ("typical_p", lambda v: v is not None and v < 1.0),
@@ -82,11 +82,7 @@ class HFSampler(Sampler):
         self.tok = tokenizer = processor.tokenizer if processor is not None else tokenizer
         self.rows_per_call = int(batch_size)
         self.device = next(model.parameters()).device
-        eos = model.generation_config.eos_token_id
-        if eos is None:
-            eos = tokenizer.eos_token_id
-        self.eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos])
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(self.eos_ids))
+        self.eos_ids, self.pad_id = eos_and_pad(model, tokenizer)
         # compact-cb: continuous batching (boundlab.sampling.refill), `batch_size` rows wide; the
         # probe hands it REFILL_CHUNK batches' worth of rows per call so the queue keeps the batch full.
         self.refill = None

@@ -39,7 +39,7 @@ import torch
 from transformers import DynamicCache
 
 from boundlab.config import ConfigError
-from boundlab.sampling.base import Completion, GenSettings, Sampler, prompt_token_ids
+from boundlab.sampling.base import Completion, GenSettings, Sampler, eos_and_pad, prompt_token_ids
 
 
 def log_accept(alpha: float, logp_cur: float, logp_new: float, logq_cur_suffix: float,
@@ -74,12 +74,7 @@ class PowerSampler(Sampler):
         self.mcmc_steps = int(mcmc_steps)
         self.rows_per_call = int(batch_size)
         self.device = next(model.parameters()).device
-        eos = model.generation_config.eos_token_id
-        if eos is None:
-            eos = tokenizer.eos_token_id
-        self.eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos])
-        pad = getattr(tokenizer, "pad_token_id", None) if tokenizer is not None else None
-        self.pad_id = pad if pad is not None else min(self.eos_ids)
+        self.eos_ids, self.pad_id = eos_and_pad(model, tokenizer)
         # transformers 5.x renamed `past_key_values` to `cache` (the old name warns, then goes).
         params = inspect.signature(model.forward).parameters
         self._cache_arg = "cache" if "cache" in params else "past_key_values"
