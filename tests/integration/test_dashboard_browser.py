@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -20,21 +19,11 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM, DRIVER = shutil.which("chromium") or "/usr/bin/chromium", "/usr/bin/chromedriver"
-STATIC = Path(__file__).resolve().parents[2] / "src" / "boundlab" / "dashboard" / "static"
-if not (Path(CHROMIUM).exists() and Path(DRIVER).exists()):
-    if os.environ.get("CI") == "true":  # CI installs both (install.sh test): absent there is a failure
-        raise RuntimeError("CI=true but chromium / chromedriver are missing: run scripts/install-system-deps.sh")
-    pytest.skip("no chromium / chromedriver (apt-get install chromium chromium-driver, or "
-                "bash scripts/install-system-deps.sh)", allow_module_level=True)
-selenium = pytest.importorskip("selenium", reason="selenium is in the test extra: pip install -e '.[test]'")
-pytest.importorskip("starlette", reason="the dashboard extra is not installed")
-os.environ["SE_OFFLINE"] = "true"  # never let Selenium Manager fetch a driver
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
+from browser_kit import browser, free_port, ready, severe  # noqa: E402 (imported first: it skips without chromium)
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
+STATIC = Path(__file__).resolve().parents[2] / "src" / "boundlab" / "dashboard" / "static"
 from boundlab.probe.store import SampleRow, Store  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,32 +37,10 @@ def _env(tmp):
                 HF_HUB_OFFLINE="1", WANDB_SILENT="true", PYTHONPATH=str(ROOT / "src"))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def browser(offline: bool = False):
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-              "--window-size=1400,1100"):
-        opts.add_argument(a)
-    if offline:  # every request that is not file:// goes to a dead proxy
-        opts.add_argument("--proxy-server=http://127.0.0.1:9")
-        opts.add_argument("--proxy-bypass-list=<-loopback>")
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    d = webdriver.Chrome(service=Service(DRIVER), options=opts)
-    if offline:
-        d.execute_cdp_cmd("Network.enable", {})
-        d.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": True, "latency": 0,
-                                                              "downloadThroughput": 0, "uploadThroughput": 0})
-    return d
 
 
-def errors(d) -> list[str]:
-    return [e["message"] for e in d.get_log("browser") if e["level"] == "SEVERE"]
 
 
 def load(d, url):
@@ -82,8 +49,6 @@ def load(d, url):
     ready(d)
 
 
-def ready(d, timeout=30):
-    WebDriverWait(d, timeout).until(lambda x: x.execute_script("return document.body.dataset.ready === '1'"))
 
 
 def shoot(d, out: Path) -> list[Path]:
@@ -124,7 +89,7 @@ def site(tmp_path_factory):
         (d / ".hydra").mkdir(parents=True)
         shutil.copy(run / "probes.jsonl", d / "probes.jsonl")
         (d / ".hydra" / "overrides.yaml").write_text(f"- debug=smoke\n- algo.learning_rate={lr}\n")
-    port = _free_port()
+    port = free_port()
     srv = subprocess.Popen([sys.executable, str(ROOT / "dashboard.py"), str(root), "--port", str(port)],
                            env=_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}/"
@@ -160,7 +125,7 @@ def test_every_view_renders_without_console_errors(site):
     WebDriverWait(d, 10).until(lambda x: x.execute_script(
         "return document.querySelectorAll('#sweeps .js-plotly-plot .scatterlayer .trace').length") >= 2)
     assert "algo.learning_rate" in d.find_element(By.ID, "sweeps").text
-    assert errors(d) == []
+    assert severe(d) == []
 
 
 def test_step_control_changes_the_plot(site):
@@ -174,7 +139,7 @@ def test_step_control_changes_the_plot(site):
     WebDriverWait(d, 10).until(lambda x: x.execute_script(sel + ".name") != first)
     assert d.execute_script(sel + ".name") == f"step {site['cks'][0]['step']} (selected)"
     assert d.find_element(By.ID, "plot-boundary").get_attribute("data-step") == str(site["cks"][0]["step"])
-    assert errors(d) == []
+    assert severe(d) == []
 
 
 def test_click_on_a_problem_shows_its_samples_and_markup_stays_text(site):
@@ -189,7 +154,7 @@ def test_click_on_a_problem_shows_its_samples_and_markup_stays_text(site):
     assert d.execute_script("return window.__pwned") is None  # and never run
     assert d.find_elements(By.CSS_SELECTOR, "#samples script, #samples img") == []
     shoot(d, Path(os.environ.get("BOUNDLAB_DASHBOARD_SHOTS") or site["tmp"] / "shots"))
-    assert errors(d) == []
+    assert severe(d) == []
 
 
 def test_next_page_button_shows_the_next_samples(site):
@@ -227,7 +192,7 @@ def test_next_page_button_shows_the_next_samples(site):
         "const t = document.getElementById('samples-title'); return t !== null && t.textContent.includes('page 2')"))
     assert shown() == {who: v[20:40] for who, v in want.items()}  # the next samples, not page 1's
     assert d.execute_script("return document.getElementById('samples-prev').disabled") is False
-    assert errors(d) == []
+    assert severe(d) == []
 
 
 def test_views_1_2_are_sketched_until_plotly_is_there(site):
@@ -260,7 +225,7 @@ def test_views_1_2_are_sketched_until_plotly_is_there(site):
     load(d, site["url"])  # plotly allowed: it replaces the sketch
     assert d.execute_script(count, "svg.sketch") == 0
     assert d.find_element(By.ID, "plot-boundary").get_attribute("data-drawn") == "plotly"
-    assert errors(d) == []
+    assert severe(d) == []
 
 
 @pytest.mark.parametrize("path", ["static/..%2f..%2f..%2fetc%2fpasswd", "static/../../etc/passwd",
@@ -287,7 +252,7 @@ def test_export_renders_offline(site):
         for plot in ("plot-boundary", "plot-steps", "plot-groups", "plot-sweep-0"):
             assert d.execute_script(f"return document.querySelectorAll('#{plot} .scatterlayer .trace').length") > 0, plot
         assert len(d.find_elements(By.CSS_SELECTOR, "#problem-map tbody tr")) == site["rows"][0]["problems"]
-        assert errors(d) == []
+        assert severe(d) == []
     finally:
         d.quit()
 
@@ -309,7 +274,7 @@ def test_live_a_new_probe_appears_without_a_reload(site):
     WebDriverWait(d, 120).until(lambda x: want in x.find_element(By.ID, "step-label").text)
     assert d.execute_script("return document.getElementById('plot-boundary').data.some(t => t.name.startsWith('"
                             + want + "'))")
-    assert errors(d) == []
+    assert severe(d) == []
 
 
 def test_a_real_runs_training_curves_and_wandb_run(site):
@@ -336,4 +301,4 @@ def test_a_real_runs_training_curves_and_wandb_run(site):
     sync = d.find_element(By.ID, "wandb-sync").text
     assert sync.startswith("wandb sync ") and Path(sync.split(" ", 2)[2]).is_dir(), sync
     assert info["wandb_run_id"] in sync
-    assert errors(d) == []
+    assert severe(d) == []

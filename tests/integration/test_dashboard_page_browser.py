@@ -10,8 +10,6 @@ the real `</script>` end the element).
 
 import http.client
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -20,16 +18,7 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM, DRIVER = shutil.which("chromium") or "/usr/bin/chromium", "/usr/bin/chromedriver"
-if not (Path(CHROMIUM).exists() and Path(DRIVER).exists()):
-    if os.environ.get("CI") == "true":
-        raise RuntimeError("CI=true but chromium / chromedriver are missing: run scripts/install-system-deps.sh")
-    pytest.skip("no chromium / chromedriver (bash scripts/install-system-deps.sh)", allow_module_level=True)
-pytest.importorskip("selenium", reason="selenium is in the test extra: pip install -e '.[test]'")
-pytest.importorskip("starlette", reason="the dashboard extra is not installed")
-os.environ["SE_OFFLINE"] = "true"  # never let Selenium Manager fetch a driver
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
+from browser_kit import browser, free_port, ready, severe  # noqa: E402 (imported first: it skips without chromium)
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
@@ -51,31 +40,12 @@ def _text(pid, step, idx, ok):
     return f"{pid} {COMPLETION} {idx}"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def _browser(offline: bool = False):
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-              "--window-size=1400,1100"):
-        opts.add_argument(a)
-    if offline:  # every request that is not file:// goes to a dead proxy
-        opts.add_argument("--proxy-server=http://127.0.0.1:9")
-        opts.add_argument("--proxy-bypass-list=<-loopback>")
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(DRIVER), options=opts)
 
 
-def _ready(d, timeout=30):
-    WebDriverWait(d, timeout).until(lambda x: x.execute_script("return document.body.dataset.ready === '1'"))
 
 
-def _severe(d) -> list[str]:
-    return [e["message"] for e in d.get_log("browser") if e["level"] == "SEVERE"]
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +64,7 @@ def site(tmp_path_factory):
     store.close()
     env = dict(os.environ, BOUNDLAB_STORE=str(tmp / "store.sqlite"), BOUNDLAB_CACHE=str(tmp / "cache"),
                PYTHONPATH=str(ROOT / "src"))
-    port = _free_port()
+    port = free_port()
     srv = subprocess.Popen([sys.executable, str(ROOT / "dashboard.py"), str(root), "--port", str(port)],
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}/"
@@ -106,7 +76,7 @@ def site(tmp_path_factory):
             if srv.poll() is not None:
                 pytest.fail("dashboard.py exited: " + srv.stdout.read())
             time.sleep(0.2)
-    d = _browser()
+    d = browser()
     try:
         yield {"url": url, "port": port, "tmp": tmp, "root": root, "env": env, "driver": d}
     finally:
@@ -133,7 +103,7 @@ def test_served_page_shows_markup_as_text(site):
     d = site["driver"]
     d.get_log("browser")
     d.get(site["url"])
-    _ready(d)
+    ready(d)
     # sketch.js, app.js, and plotly.min.js added by app.js
     WebDriverWait(d, 20).until(lambda x: x.execute_script("return typeof window.Plotly") == "object")
     _page_is_intact(d, scripts=3)
@@ -143,7 +113,7 @@ def test_served_page_shows_markup_as_text(site):
     assert texts and all(COMPLETION in t for t in texts), texts[:2]
     assert d.find_elements(By.CSS_SELECTOR, "#samples script, #samples img") == []
     assert d.execute_script("return window.__pwned") is None
-    assert _severe(d) == []
+    assert severe(d) == []
 
 
 def test_exported_file_shows_markup_as_text(site):
@@ -151,13 +121,13 @@ def test_exported_file_shows_markup_as_text(site):
     p = subprocess.run([sys.executable, str(ROOT / "dashboard.py"), str(site["root"]), "--export", str(out)],
                        env=site["env"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    d = _browser(offline=True)
+    d = browser(offline=True)
     try:
         d.get(out.as_uri())
-        _ready(d)  # with the payload's "<!--<script>" read as markup, app.js never runs
+        ready(d)  # with the payload's "<!--<script>" read as markup, app.js never runs
         _page_is_intact(d, scripts=3)  # plotly, the payload, app.js: all inline
         assert d.execute_script("return Object.keys(window.BOUNDLAB_STATIC.runs).length") == 2
-        assert _severe(d) == []
+        assert severe(d) == []
     finally:
         d.quit()
 
@@ -183,7 +153,7 @@ def _loaded(site):
     d = site["driver"]
     d.get_log("browser")
     d.get(site["url"])
-    _ready(d)
+    ready(d)
     WebDriverWait(d, 20).until(lambda x: x.execute_script(
         "return document.getElementById('plot-steps').dataset.drawn === 'plotly'"
         " && document.getElementById('plot-boundary').dataset.drawn === 'plotly'"))
@@ -264,7 +234,7 @@ def test_a_run_without_tags_gets_no_empty_plot_box(site):
     box = d.execute_script("const b = document.getElementById('plot-groups').getBoundingClientRect(); return b.height")
     assert box == 0
     assert d.execute_script("return document.querySelector('#view-groups').getBoundingClientRect().height") < 120
-    assert _severe(d) == []
+    assert severe(d) == []
 
 
 def test_runs_compared_with_markup_names_stay_text(site):
@@ -281,4 +251,4 @@ def test_runs_compared_with_markup_names_stay_text(site):
     assert sum(NAME in x for x in names) == 4, names
     _page_is_intact(d, scripts=3)
     assert d.find_elements(By.CSS_SELECTOR, "#compare-pick script, #compare-diffs script, #plot-compare img") == []
-    assert _severe(d) == []
+    assert severe(d) == []

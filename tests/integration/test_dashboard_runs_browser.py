@@ -14,7 +14,6 @@ so no training runs:
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -23,16 +22,7 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM, DRIVER = shutil.which("chromium") or "/usr/bin/chromium", "/usr/bin/chromedriver"
-if not (Path(CHROMIUM).exists() and Path(DRIVER).exists()):
-    if os.environ.get("CI") == "true":
-        raise RuntimeError("CI=true but chromium / chromedriver are missing: run scripts/install-system-deps.sh")
-    pytest.skip("no chromium / chromedriver (bash scripts/install-system-deps.sh)", allow_module_level=True)
-pytest.importorskip("selenium", reason="selenium is in the test extra: pip install -e '.[test]'")
-pytest.importorskip("starlette", reason="the dashboard extra is not installed")
-os.environ["SE_OFFLINE"] = "true"  # never let Selenium Manager fetch a driver
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
+from browser_kit import browser, free_port, severe  # noqa: E402 (imported first: it skips without chromium)
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
@@ -45,27 +35,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 KEYS = ["reward", "reward_std", "kl", "entropy", "loss"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def _browser(offline: bool = False):
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-              "--window-size=1400,1100"):
-        opts.add_argument(a)
-    if offline:  # every request that is not file:// goes to a dead proxy
-        opts.add_argument("--proxy-server=http://127.0.0.1:9")
-        opts.add_argument("--proxy-bypass-list=<-loopback>")
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(DRIVER), options=opts)
 
 
-def _severe(d) -> list[str]:
-    return [e["message"] for e in d.get_log("browser") if e["level"] == "SEVERE"]
 
 
 def _checkpoint(run: Path, step: int, steps: list[int], complete: bool, scale: float = 1.0) -> None:
@@ -106,7 +79,7 @@ def site(tmp_path_factory):
     offline.mkdir(parents=True)
     env = dict(os.environ, BOUNDLAB_STORE=str(tmp / "store.sqlite"), BOUNDLAB_CACHE=str(tmp / "cache"),
                PYTHONPATH=str(ROOT / "src"))
-    port = _free_port()
+    port = free_port()
     srv = subprocess.Popen([sys.executable, str(ROOT / "dashboard.py"), str(root), "--port", str(port)],
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}/"
@@ -118,7 +91,7 @@ def site(tmp_path_factory):
             if srv.poll() is not None:
                 pytest.fail("dashboard.py exited: " + srv.stdout.read())
             time.sleep(0.2)
-    d = _browser()
+    d = browser()
     try:
         yield {"url": url, "tmp": tmp, "root": root, "env": env, "driver": d, "offline": offline}
     finally:
@@ -173,7 +146,7 @@ def test_training_curves_beside_the_boundary(site):
     d = site["driver"]
     _load(d, site["url"])
     _check_training(d)
-    assert _severe(d) == []
+    assert severe(d) == []
 
 
 def test_a_run_without_a_checkpoint_says_so_in_one_line_not_an_empty_box(site):
@@ -183,7 +156,7 @@ def test_a_run_without_a_checkpoint_says_so_in_one_line_not_an_empty_box(site):
     _pick_run(d, 1, "return document.getElementById('train-note').textContent.startsWith('No complete checkpoint yet')")
     assert d.execute_script("return document.getElementById('plot-train').getBoundingClientRect().height") == 0
     assert "\n" not in d.find_element(By.ID, "train-note").text
-    assert _severe(d) == []
+    assert severe(d) == []
 
 
 def test_online_run_links_to_its_wandb_page(site):
@@ -239,7 +212,7 @@ def test_any_runs_compare_across_sweep_folders_and_unlike_probes_are_named(site)
     d = site["driver"]
     _load(d, site["url"])
     _check_compare_across_sweeps(d)
-    assert _severe(d) == []
+    assert severe(d) == []
 
 
 def test_exported_file_shows_training_wandb_and_comparison_offline(site):
@@ -247,13 +220,13 @@ def test_exported_file_shows_training_wandb_and_comparison_offline(site):
     p = subprocess.run([sys.executable, str(ROOT / "dashboard.py"), str(site["root"]), "--export", str(out)],
                        env=site["env"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    d = _browser(offline=True)
+    d = browser(offline=True)
     try:
         _load(d, out.as_uri())
         _check_training(d)
         _check_wandb_online(d)
         _check_compare_across_sweeps(d)
-        assert _severe(d) == []
+        assert severe(d) == []
     finally:
         d.quit()
 
@@ -268,7 +241,7 @@ def test_runs_sharing_a_base_draw_it_once(site):
     assert sorted(names) == ["base of runs/sweepA/0, runs/zcopy/run", "runs/sweepA/0 step 4 (last checkpoint)",
                              "runs/zcopy/run step 4 (last checkpoint)"], names
     assert "share their sampling settings" in d.find_element(By.ID, "compare-diffs").text
-    assert _severe(d) == []
+    assert severe(d) == []
 
 
 def test_live_training_curves_follow_a_checkpoint_that_lands(site):
@@ -286,4 +259,4 @@ def test_live_training_curves_follow_a_checkpoint_that_lands(site):
         "const p = document.getElementById('plot-train');"
         "return p.dataset.drawn === 'plotly' && p.data && p.data.length === 5 && p.data[0].x.join() === '1,2'"))
     assert "checkpoint-2" in d.find_element(By.ID, "train-note").text
-    assert _severe(d) == []
+    assert severe(d) == []
