@@ -22,11 +22,7 @@ from __future__ import annotations
 import random
 import sys
 
-# Each reference math-verify step's wall-clock budget, in seconds. math-verify's own expiry is
-# silent (an expired parse is an empty one), so at the production budget of 1 s a loaded machine
-# turned two good expressions into "no single parse" (CI, 2026-12-05); the reference is what
-# math-verify decides given time, not how fast.
-REFERENCE_BUDGET_S = 20
+from boundlab.verify.math_worker import REFERENCE_BUDGET_S  # a reference step's budget (loaded CI)
 
 
 def _num(rng: random.Random) -> str:

@@ -41,6 +41,18 @@ def plain_math_verify(gold: str, answer: str, budget_s: int = _PARSE_TIMEOUT_S) 
                        timeout_seconds=max(budget_s, _VERIFY_TIMEOUT_S)))
 
 
+# A reference check's budget per step (tests, bench/verify_fuzz_lib.py): math-verify's expiry is silent,
+# so at the 1 s production budget a loaded machine turns a parse into an empty one, a False (CI,
+# 2026-12-05: two good expressions read as "no single parse"). The reference is what math-verify
+# decides given time, not how fast.
+REFERENCE_BUDGET_S = 20
+
+
+def reference_math_verify(gold: str, answer: str) -> bool:
+    """`plain_math_verify` with `REFERENCE_BUDGET_S` a step: the verdict tests compare ours with."""
+    return plain_math_verify(gold, answer, REFERENCE_BUDGET_S)
+
+
 # Answer shapes a worker parses once before it takes work (`_worker_init`). math-verify's LaTeX
 # parser (ANTLR) builds its prediction tables lazily, and sympy imports some of its modules on first
 # use, so the first answer of each shape costs 10-80 ms more than the next one: a fresh worker paid
