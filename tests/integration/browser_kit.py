@@ -7,13 +7,19 @@ selenium or starlette is absent, except under CI=true, where CI installs them al
 (scripts/install-system-deps.sh and the test extra) and an absence is an error.
 """
 
+import contextlib
 import os
 import shutil
 import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM, DRIVER = shutil.which("chromium") or "/usr/bin/chromium", "/usr/bin/chromedriver"
 if not (Path(CHROMIUM).exists() and Path(DRIVER).exists()):
     if os.environ.get("CI") == "true":  # CI installs both (install.sh test): absent there is a failure
@@ -63,3 +69,31 @@ def ready(d, timeout=30):
 def severe(d) -> list[str]:
     """The SEVERE messages of the browser console since it was last read."""
     return [e["message"] for e in d.get_log("browser") if e["level"] == "SEVERE"]
+
+
+@contextlib.contextmanager
+def served(root, env: dict):
+    """`dashboard.py ROOT` on a free port with `env`, a headless browser beside it: yields
+    (url, port, driver); the browser quits and the server stops on exit. A server that exits before
+    it answers fails the test with its output."""
+    port = free_port()
+    srv = subprocess.Popen([sys.executable, str(ROOT / "dashboard.py"), str(root), "--port", str(port)],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        for _ in range(150):
+            try:
+                urllib.request.urlopen(url + "api/version", timeout=1)
+                break
+            except OSError:
+                if srv.poll() is not None:
+                    pytest.fail("dashboard.py exited: " + srv.stdout.read())
+                time.sleep(0.2)
+        d = browser()
+        try:
+            yield url, port, d
+        finally:
+            d.quit()
+    finally:
+        srv.terminate()
+        srv.wait(10)

@@ -12,14 +12,13 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from browser_kit import browser, free_port, ready, severe  # noqa: E402 (imported first: it skips without chromium)
+from browser_kit import browser, ready, served, severe  # noqa: E402 (imported first: it skips without chromium)
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
@@ -89,27 +88,10 @@ def site(tmp_path_factory):
         (d / ".hydra").mkdir(parents=True)
         shutil.copy(run / "probes.jsonl", d / "probes.jsonl")
         (d / ".hydra" / "overrides.yaml").write_text(f"- debug=smoke\n- algo.learning_rate={lr}\n")
-    port = free_port()
-    srv = subprocess.Popen([sys.executable, str(ROOT / "dashboard.py"), str(root), "--port", str(port)],
-                           env=_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}/"
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(url + "api/version", timeout=1)
-            break
-        except OSError:
-            if srv.poll() is not None:
-                pytest.fail("dashboard.py exited: " + srv.stdout.read())
-            time.sleep(0.2)
-    d = browser()
-    try:
+    with served(root, _env(tmp)) as (url, _, d):
         cks = [r for r in rows if r["kind"] == "checkpoint"]
         assert [r["kind"] for r in rows[:2]] == ["base", "null"] and len(cks) == 2
         yield {"url": url, "tmp": tmp, "run": run, "root": root, "rows": rows, "cks": cks, "driver": d}
-    finally:
-        d.quit()
-        srv.terminate()
-        srv.wait(10)
 
 
 def test_every_view_renders_without_console_errors(site):

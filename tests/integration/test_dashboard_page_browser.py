@@ -12,13 +12,11 @@ import http.client
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from browser_kit import browser, free_port, ready, severe  # noqa: E402 (imported first: it skips without chromium)
+from browser_kit import browser, ready, served, severe  # noqa: E402 (imported first: it skips without chromium)
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
@@ -64,25 +62,8 @@ def site(tmp_path_factory):
     store.close()
     env = dict(os.environ, BOUNDLAB_STORE=str(tmp / "store.sqlite"), BOUNDLAB_CACHE=str(tmp / "cache"),
                PYTHONPATH=str(ROOT / "src"))
-    port = free_port()
-    srv = subprocess.Popen([sys.executable, str(ROOT / "dashboard.py"), str(root), "--port", str(port)],
-                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}/"
-    for _ in range(150):
-        try:
-            urllib.request.urlopen(url + "api/version", timeout=1)
-            break
-        except OSError:
-            if srv.poll() is not None:
-                pytest.fail("dashboard.py exited: " + srv.stdout.read())
-            time.sleep(0.2)
-    d = browser()
-    try:
+    with served(root, env) as (url, port, d):
         yield {"url": url, "port": port, "tmp": tmp, "root": root, "env": env, "driver": d}
-    finally:
-        d.quit()
-        srv.terminate()
-        srv.wait(10)
 
 
 def _page_is_intact(d, scripts: int):

@@ -17,12 +17,11 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from browser_kit import browser, free_port, severe  # noqa: E402 (imported first: it skips without chromium)
+from browser_kit import browser, served, severe  # noqa: E402 (imported first: it skips without chromium)
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
@@ -79,25 +78,8 @@ def site(tmp_path_factory):
     offline.mkdir(parents=True)
     env = dict(os.environ, BOUNDLAB_STORE=str(tmp / "store.sqlite"), BOUNDLAB_CACHE=str(tmp / "cache"),
                PYTHONPATH=str(ROOT / "src"))
-    port = free_port()
-    srv = subprocess.Popen([sys.executable, str(ROOT / "dashboard.py"), str(root), "--port", str(port)],
-                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}/"
-    for _ in range(150):
-        try:
-            urllib.request.urlopen(url + "api/version", timeout=1)
-            break
-        except OSError:
-            if srv.poll() is not None:
-                pytest.fail("dashboard.py exited: " + srv.stdout.read())
-            time.sleep(0.2)
-    d = browser()
-    try:
+    with served(root, env) as (url, _, d):
         yield {"url": url, "tmp": tmp, "root": root, "env": env, "driver": d, "offline": offline}
-    finally:
-        d.quit()
-        srv.terminate()
-        srv.wait(10)
 
 
 def _load(d, url):
