@@ -4,83 +4,36 @@ significantly), and the trade-off scatter, on a synthetic store whose answers ar
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
 
 import numpy as np
 
-from boundlab.probe.store import SampleRow, Store
 from boundlab.report.sections import remedies as R
-
-# Toy-world test problems: the first 40, of which 10 are tagged hard=True (the breakdown field).
-IDS = [f"toy-test-{i:04d}" for i in range(40)]
-N = 8
-
-
-def _hard() -> set[str]:
-    from types import SimpleNamespace
-
-    import boundlab.builtins  # noqa: F401  (registers the toy task)
-    from boundlab.tasks import build_task
-
-    t = build_task(SimpleNamespace(name="toy_arith", path=None, split="test", template=None, chat=None,
-                                   system=None, verifier=None, limit=None))
-    return {p.problem_id for p in t.problems if p.problem_id in IDS and p.meta["hard"]}
+from report_kit import read_csv, report_cfg, run_dir, synthetic_store, toy_hard
 
 
 def _store(path: Path, hard: set[str]) -> None:
     # Correct samples per problem: base 2 of 8 everywhere (every problem solvable: pass@8 = 1);
     # "good" 6 of 8 everywhere; "shrink" 8 on easy problems, 0 on hard ones; "flat" = the base.
-    probes = {"base": lambda p: 2, "null": lambda p: 2, "good": lambda p: 6,
-              "shrink": lambda p: 0 if p in hard else 8, "flat": lambda p: 2}
-    store = Store(path)
-    for key, c_of in probes.items():
-        store.ensure_probe(key, f"fp-{key}", "task-fp", {"seed": 0}, key, "toy_arith")
-        store.add_samples(key, [SampleRow(pid, i, f"{key} {pid} #{i}", None, i < c_of(pid), None, "ok", 3)
-                                for pid in IDS for i in range(N)])
-    store.close()
-
-
-def _run(path: Path, algo: str, rows: list[dict]) -> Path:
-    path.mkdir(parents=True)
-    (path / "probes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (path / "run_info.json").write_text(json.dumps({"algo": algo}))
-    return path
-
-
-def _csv(path: Path) -> list[dict]:
-    with path.open() as f:
-        return list(csv.DictReader(f))
+    synthetic_store(path, {"base": lambda p: 2, "null": lambda p: 2, "good": lambda p: 6,
+                           "shrink": lambda p: 0 if p in hard else 8, "flat": lambda p: 2})
 
 
 def test_remedies_section_marks_only_a_raise_without_a_tier_loss(tmp_path):
-    from omegaconf import OmegaConf
-
-    from boundlab.config import register_configs
     from boundlab.report.build import run
-    from boundlab.report.schema import ReportMain
 
-    hard = _hard()
+    hard = toy_hard()
     assert len(hard) == 10
     _store(tmp_path / "store.sqlite", hard)
     base = {"kind": "base", "step": 0, "probe_key": "base"}
-    r0 = _run(tmp_path / "0_grpo_s0", "grpo", [base, {"kind": "checkpoint", "step": 2, "probe_key": "shrink"},
+    r0 = run_dir(tmp_path / "0_grpo_s0", "grpo", [base, {"kind": "checkpoint", "step": 2, "probe_key": "shrink"},
                                                 {"kind": "checkpoint", "step": 4, "probe_key": "good"}])
-    r1 = _run(tmp_path / "1_nsr_s0", "nsr", [base, {"kind": "null", "step": 0, "probe_key": "null", "seed": 1},
+    r1 = run_dir(tmp_path / "1_nsr_s0", "nsr", [base, {"kind": "null", "step": 0, "probe_key": "null", "seed": 1},
                                               {"kind": "checkpoint", "step": 2, "probe_key": "flat"}])
-    register_configs()
-    cfg = OmegaConf.structured(ReportMain)
-    cfg.out = str(tmp_path / "report")
-    cfg.store.path = str(tmp_path / "store.sqlite")
-    cfg.logger.name = "none"
-    cfg.bootstrap_iters = 200
-    cfg.base = str(r0)
-    cfg.runs = [str(r0), str(r1)]
-    cfg.perplexity.enabled = False
+    cfg = report_cfg(tmp_path, r0, [r0, r1])
     out = run(cfg).parent
 
-    verdicts = {(v["run"], v["step"]): v for v in _csv(out / "remedies_verdict.csv")}
+    verdicts = {(v["run"], v["step"]): v for v in read_csv(out / "remedies_verdict.csv")}
     assert {k: v["marked"] for k, v in verdicts.items()} == {
         ("0_grpo_s0", "2"): "no", ("0_grpo_s0", "4"): "yes", ("1_nsr_s0", "null"): "no", ("1_nsr_s0", "2"): "no"}
     # shrink: pass@1 0.25 -> 0.75 (30 easy problems at 1), but the hard tier's pass@8 falls 1 -> 0.
@@ -90,7 +43,7 @@ def test_remedies_section_marks_only_a_raise_without_a_tier_loss(tmp_path):
     assert verdicts[("0_grpo_s0", "4")]["pass@n_lost_on"] == "none"
     assert {v["arm"] for v in verdicts.values()} == {"grpo", "nsr"}
 
-    rows = {(r["run"], r["step"], r["tier"]): r for r in _csv(out / "remedies.csv")}
+    rows = {(r["run"], r["step"], r["tier"]): r for r in read_csv(out / "remedies.csv")}
     assert float(rows[("0_grpo_s0", "2", "true")]["pass@n"]) == 0.0
     assert float(rows[("0_grpo_s0", "2", "true")]["delta_pass@n_ci_high"]) == -1.0
     assert float(rows[("0_grpo_s0", "2", "false")]["pass@1"]) == 1.0

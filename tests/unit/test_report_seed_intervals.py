@@ -4,29 +4,12 @@ marked "single seed". On a synthetic store whose answers are known."""
 
 from __future__ import annotations
 
-import csv
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from boundlab.probe.hierarchical import hierarchical_delta
-from boundlab.probe.store import SampleRow, Store
-
-IDS = [f"toy-test-{i:04d}" for i in range(40)]
-N = 8
-
-
-def _hard() -> set[str]:
-    from types import SimpleNamespace
-
-    import boundlab.builtins  # noqa: F401  (registers the toy task)
-    from boundlab.tasks import build_task
-
-    t = build_task(SimpleNamespace(name="toy_arith", path=None, split="test", template=None, chat=None,
-                                   system=None, verifier=None, limit=None))
-    return {p.problem_id for p in t.problems if p.problem_id in IDS and p.meta["hard"]}
+from report_kit import IDS, N, read_csv, report_cfg, run_dir, synthetic_store, toy_hard
 
 
 def _counts(hard: set[str]) -> dict[str, dict[str, int]]:
@@ -38,57 +21,24 @@ def _counts(hard: set[str]) -> dict[str, dict[str, int]]:
             "s0": {p: 6 for p in IDS}, "s1": {p: 4 for p in IDS}, "one": {p: 2 for p in IDS}}
 
 
-def _store(path: Path, counts: dict[str, dict[str, int]]) -> None:
-    store = Store(path)
-    for key, c in counts.items():
-        store.ensure_probe(key, f"fp-{key}", "task-fp", {"seed": 0}, key, "toy_arith")
-        store.add_samples(key, [SampleRow(pid, i, f"{key} {pid} #{i}", None, i < c[pid], None, "ok", 3)
-                                for pid in IDS for i in range(N)])
-    store.close()
-
-
-def _run(path: Path, algo: str, rows: list[dict]) -> Path:
-    path.mkdir(parents=True)
-    (path / "probes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (path / "run_info.json").write_text(json.dumps({"algo": algo}))
-    return path
-
-
-def _csv(path: Path) -> list[dict]:
-    with path.open() as f:
-        return list(csv.DictReader(f))
-
-
 def test_two_seed_arm_gets_the_hierarchical_interval_and_an_unresolved_label(tmp_path):
-    from omegaconf import OmegaConf
-
-    from boundlab.config import register_configs
     from boundlab.report.build import run
-    from boundlab.report.schema import ReportMain
 
-    hard = _hard()
+    hard = toy_hard()
     assert len(hard) == 10
     counts = _counts(hard)
-    _store(tmp_path / "store.sqlite", counts)
+    synthetic_store(tmp_path / "store.sqlite", counts)
     base = {"kind": "base", "step": 0, "probe_key": "base"}
-    r0 = _run(tmp_path / "0_grpo_s0", "grpo", [base, {"kind": "checkpoint", "step": 5, "probe_key": "s0"}])
+    r0 = run_dir(tmp_path / "0_grpo_s0", "grpo", [base, {"kind": "checkpoint", "step": 5, "probe_key": "s0"}])
     # Seed 1 also has a step seed 0 lacks: left out of the arm, with a note.
-    r1 = _run(tmp_path / "1_grpo_s1", "grpo", [base, {"kind": "checkpoint", "step": 3, "probe_key": "s1"},
+    r1 = run_dir(tmp_path / "1_grpo_s1", "grpo", [base, {"kind": "checkpoint", "step": 3, "probe_key": "s1"},
                                                 {"kind": "checkpoint", "step": 5, "probe_key": "s1"}])
-    r2 = _run(tmp_path / "2_nsr_s0", "nsr", [base, {"kind": "checkpoint", "step": 5, "probe_key": "one"}])
-    register_configs()
-    cfg = OmegaConf.structured(ReportMain)
-    cfg.out = str(tmp_path / "report")
-    cfg.store.path = str(tmp_path / "store.sqlite")
-    cfg.logger.name = "none"
-    cfg.bootstrap_iters = 200
-    cfg.base = str(r0)
-    cfg.runs = [str(r0), str(r1), str(r2)]
-    cfg.perplexity.enabled = False
+    r2 = run_dir(tmp_path / "2_nsr_s0", "nsr", [base, {"kind": "checkpoint", "step": 5, "probe_key": "one"}])
+    cfg = report_cfg(tmp_path, r0, [r0, r1, r2])
     out = run(cfg).parent
     assert cfg.delta_bootstrap_iters == 10_000
 
-    rows = {(r["arm"], r["step"], r["tier"]): r for r in _csv(out / "seed_intervals.csv")}
+    rows = {(r["arm"], r["step"], r["tier"]): r for r in read_csv(out / "seed_intervals.csv")}
     assert set(rows) == {(a, "5", t) for a in ("grpo", "nsr") for t in ("false", "true", "all")}
     g = rows[("grpo", "5", "all")]
     assert (g["seeds"], g["runs"], g["n"], g["resamples"], g["note"]) == ("2", "0_grpo_s0 1_grpo_s1", "8",
@@ -128,7 +78,7 @@ def test_two_seed_arm_gets_the_hierarchical_interval_and_an_unresolved_label(tmp
 
     # Each run alone (remedies.csv, the paired problem bootstrap at 10,000 resamples): the same edge,
     # its lower end one problem from 0, so the per-run cell is unresolved too.
-    per_run = {(r["run"], r["step"], r["tier"]): r for r in _csv(out / "remedies.csv")}
+    per_run = {(r["run"], r["step"], r["tier"]): r for r in read_csv(out / "remedies.csv")}
     for name in ("0_grpo_s0", "1_grpo_s1"):
         cell = per_run[(name, "5", "all")]
         assert float(cell["delta_pass@n_ci_low"]) == pytest.approx(1 / 40, abs=1e-12)
