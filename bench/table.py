@@ -35,7 +35,8 @@ SHOWN = {
     ],
     "verify": [
         *[(f"verify_x_{base}_{fmt}_{mix}", f"verify_x_{base}_{fmt}_{mix}",
-           f"BoundLab's verifier against {what}, {fmt} answers, {mix} answer mix: wall-time ratio, paired per repetition")
+           f"BoundLab's verifier against {what}, {fmt} answers, {mix} answer mix: wall-time ratio, "
+           "paired per repetition")
           for base, what in (("plain", "one plain math-verify call per answer"),
                              ("memo", "plain math-verify with a (gold, answer) memo"))
           for fmt in ("boxed", "prose") for mix in ("trained", "mixed", "weak")],
