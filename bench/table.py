@@ -33,6 +33,23 @@ SHOWN = {
         ("adaptive_ratio_base", "adaptive_ratio_base", "samples saved against n = 1024, Table 2 base rates"),
         ("adaptive_ratio_grpo", "adaptive_ratio_grpo", "the same, GRPO rates"),
     ],
+    "verify": [
+        *[(f"verify_x_{base}_{fmt}_{mix}", f"verify_x_{base}_{fmt}_{mix}",
+           f"BoundLab's verifier against {what}, {fmt} answers, {mix} answer mix: wall-time ratio, "
+           "paired per repetition")
+          for base, what in (("plain", "one plain math-verify call per answer"),
+                             ("memo", "plain math-verify with a (gold, answer) memo"))
+          for fmt in ("boxed", "prose") for mix in ("trained", "mixed", "weak")],
+        *[(f"verify_x_plain_cpu_bound_{fmt}_mixed", f"verify_x_plain_cpu_bound_{fmt}_mixed",
+           f"plain's CPU over the CPU of the math-verify calls ours makes ({fmt}, mixed): the most ours "
+           "can gain while it makes them") for fmt in ("boxed", "prose")],
+        *[(f"verify_extract_seconds_{fmt}_mixed", f"verify_extract_seconds_{fmt}_mixed",
+           f"seconds of extraction alone over the {fmt} mixed corpus") for fmt in ("boxed", "prose")],
+        ("verify_worker_startup_seconds", "ours_boxed_mixed/startup_seconds",
+         "seconds until a fresh verifier's workers answer (not in the ratios)"),
+        ("verify_worker_startup_first_seconds", "verify_worker_startup_first_seconds",
+         "the same for the process's first verifier (starts the fork server)"),
+    ],
 }
 
 
