@@ -1,4 +1,6 @@
-"""What the toy worlds share, and the only thing one world reaches of another's code.
+"""What the toy worlds share: the one way a world reaches code another world also uses. (The
+exception, stated in pyproject's import contracts: the visual world is built on toyworld2, whose
+problems it draws, whose base it starts from and whose verifier and audit it uses.)
 
 - `pretrain`: the one pretraining loop (warmup-cosine schedule, AdamW, length-weighted micro-batches,
   bit-identical resume from a partial state), `encode_pairs`, `lr_at` and `save`. Each world keeps its
