@@ -5,6 +5,7 @@ imported by the entry layer only. Each case runs in a fresh interpreter (imports
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,3 +62,25 @@ def test_the_tracker_is_built_in_one_place():
     for app in ("src/boundlab/training/app.py", "src/boundlab/boundary/watch.py"):
         text = (ROOT / app).read_text()
         assert "build_tracker(" in text and "ProbeSpec.from_config(cfg.probe)" in text, app
+
+
+def test_toy_model_names_resolve_through_the_worlds_registry():
+    # Each world registers its shipped models when boundlab.builtins imports it; the names are those
+    # of conf/model/toy*.yaml and of saved runs' configs, so they never change.
+    r = _py("import sys\nimport boundlab.toyworld.paths as p1\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('boundlab.toyworld2', 'boundlab.toyvision'))))\n"
+            "import boundlab.builtins\nfrom omegaconf import OmegaConf\n"
+            "import boundlab.toyworld2.paths as p2, boundlab.toyvision.paths as pv\n"
+            "from boundlab.worldkit.paths import MODELS\nprint(MODELS.names())\n"
+            "c = OmegaConf.create({n: '${toy_model:' + n + '}' for n in MODELS.names()})\n"
+            "want = {'base': p1.base_model_dir(), 'teacher': p1.teacher_model_dir(),\n"
+            "        'base2': p2.base_model_dir(), 'teacher2': p2.teacher_model_dir(), 'vlm': pv.base_model_dir()}\n"
+            "print(OmegaConf.to_container(c, resolve=True) == {k: str(v) for k, v in want.items()})\n"
+            "try:\n    OmegaConf.create({'x': '${toy_model:nope}'}).x\n"
+            "except Exception as e:\n    print('unknown toy model' in str(e), 'known: base, base2' in str(e))\n")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["[]", "['base', 'base2', 'teacher', 'teacher2', 'vlm']", "True",
+                                     "True True"]
+    used = {m for f in (ROOT / "conf").rglob("*.yaml")
+            for m in re.findall(r"\$\{toy_model:(\w+)\}", f.read_text())}
+    assert used == {"base", "teacher", "base2", "teacher2", "vlm"}

@@ -1,5 +1,6 @@
-"""The layers contract in pyproject.toml ([tool.importlinter]) holds for src/boundlab, and it bites:
-an upward import, even one inside a function, breaks it."""
+"""The import contracts in pyproject.toml ([tool.importlinter]) hold for src/boundlab, and they bite:
+an upward import, even one inside a function, breaks the layers; the core importing a world, or one
+world importing another outside the shared kit, breaks them too."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def _lint(src: Path, config: Path) -> subprocess.CompletedProcess:
 def test_layers_contract_is_kept():
     r = _lint(ROOT / "src", ROOT / "pyproject.toml")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "1 kept, 0 broken" in r.stdout
+    assert "4 kept, 0 broken" in r.stdout
 
 
 def test_contract_lists_no_exceptions():
@@ -42,4 +43,39 @@ def test_a_lazy_upward_import_breaks_the_contract(tmp_path):
     r = _lint(src, tmp_path / "pyproject.toml")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "boundlab.registry is not allowed to import boundlab.toyworld" in r.stdout
-    assert "0 kept, 1 broken" in r.stdout
+    assert "The core imports no world BROKEN" in r.stdout
+    assert "1 kept, 3 broken" in r.stdout  # (and the visual world reaches toyworld through it)
+
+
+def _copy(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "src" / "boundlab", src / "boundlab",
+                    ignore=shutil.ignore_patterns("__pycache__", "assets", "data"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return src
+
+
+def test_a_lazy_import_between_worlds_breaks_the_contract(tmp_path):
+    # The first world's paths once resolved the other worlds' models with lazy imports like this.
+    src = _copy(tmp_path)
+    paths = src / "boundlab" / "toyworld" / "paths.py"
+    paths.write_text(paths.read_text() + "\n\ndef _vlm():\n    from boundlab.toyvision import paths  # noqa\n")
+    r = _lint(src, tmp_path / "pyproject.toml")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "boundlab.toyworld is not allowed to import boundlab.toyvision" in r.stdout
+    assert "The first toy world and the visual world are independent BROKEN" in r.stdout
+    paths.write_text(paths.read_text().replace("from boundlab.toyvision import", "from boundlab.toyworld2 import"))
+    r = _lint(src, tmp_path / "pyproject.toml")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "boundlab.toyworld is not allowed to import boundlab.toyworld2" in r.stdout
+    assert "3 kept, 1 broken" in r.stdout
+
+
+def test_the_core_imports_no_world_not_even_the_shared_kit(tmp_path):
+    src = _copy(tmp_path)
+    runner = src / "boundlab" / "probe" / "runner.py"
+    runner.write_text(runner.read_text() + "\n\ndef _kit():\n    from boundlab.worldkit import paths  # noqa\n")
+    r = _lint(src, tmp_path / "pyproject.toml")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "The core imports no world BROKEN" in r.stdout
+    assert "boundlab.probe.runner -> boundlab.worldkit.paths" in r.stdout

@@ -1,8 +1,11 @@
-"""Where the visual toy world's shipped models live."""
+"""Where the visual toy world's shipped models live. Importing this module registers the VLM as
+`${toy_model:vlm}` (boundlab.worldkit.paths)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from boundlab.worldkit.paths import register_model
 
 
 def assets_dir() -> Path:
@@ -11,3 +14,6 @@ def assets_dir() -> Path:
 
 def base_model_dir() -> Path:
     return assets_dir() / "base"
+
+
+register_model("vlm", base_model_dir)

@@ -20,8 +20,8 @@ rates, which the audit measures). Loss: completion tokens and EOS, execution-pra
 as in toyworld2. The shipped VLM uses `--bracket-share 0.013`: on the text base's 0.016 it honoured
 B3's bracket at 0.022 (the text base: 0.018) and its B3 strict pass@256 saturated (0.98 in the audit).
 
-Killed runs resume from `<out>/base.partial/` (model, optimizer, corpus RNG), bit-identical to an
-uninterrupted run; `--seed 0` twice gives identical weights (a test checks both on a few steps).
+Stage 2 runs in the worlds' one loop (`boundlab.worldkit.pretrain`). Killed runs resume from
+`<out>/base.partial/` (model, optimizer, corpus RNG), bit-identical to an uninterrupted run; `--seed 0` twice gives identical weights (a test checks both on a few steps).
 No teacher is trained: the visual world's X family (`a#b = 10a+b`) stays out of the base's support
 by design, as in the text world; distillation into the VLM is not wired (train.py allows visual tasks
 with algo=grpo / dr_grpo only), so a VLM teacher would have no consumer yet. The recipe would be the
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import pickle
 import shutil
 import sys
 import time
@@ -40,13 +39,14 @@ from pathlib import Path
 
 import torch
 
-from boundlab.toyworld.pretrain import lr_at
-from boundlab.toyworld2 import world
-from boundlab.toyworld2.paths import base_model_dir as text_base_dir
 from boundlab.toyvision import render
 from boundlab.toyvision.model import IMAGE_TOKEN, build_processor, build_tokenizer, build_vlm
 from boundlab.toyvision.paths import assets_dir
 from boundlab.toyvision.task import TEMPLATE
+from boundlab.toyworld2 import world
+from boundlab.toyworld2.paths import base_model_dir as text_base_dir
+from boundlab.worldkit.pretrain import lr_at, train_loop
+from boundlab.worldkit.pretrain import save as _save
 
 
 def corpus_from(text_base: Path, seed: int, bracket_share: float | None = None
@@ -165,63 +165,24 @@ def param_groups(model, lr: float, lm_lr: float) -> list[dict]:
 def train(model, encoder: Encoder, corpus: world.Corpus, *, steps: int, batch_size: int, lr: float,
           lm_lr: float, warmup: int, seed: int, partial: Path | None = None, save_every: int = 100,
           log_every: int = 25, micro: int = 64) -> dict:
-    torch.manual_seed(seed)
-    groups = param_groups(model, lr, lm_lr)
-    opt = torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
-    start, history = 0, []
-    if partial is not None and (partial / "state.pt").exists():
-        state = torch.load(partial / "state.pt", weights_only=False)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["opt"])
-        corpus.rng.setstate(pickle.loads(state["corpus_rng"]))
-        start, history = state["step"], state["history"]
-        print(f"[vlm] resumed at step {start} from {partial}", flush=True)
-    model.train()
-    t0 = time.time()
-    recent: list[float] = []
-    for step in range(start, steps):
-        for g in opt.param_groups:
-            g["lr"] = lr_at(step, steps, g["base_lr"], warmup)
+    """Stage 2, the worlds' loop (`worldkit.pretrain.train_loop`): the tower and projector at `lr`,
+    the language model at `lm_lr`; rows sorted by completion length into micro-batches."""
+    def batches() -> list[dict]:
         rows = sorted(corpus.batch(batch_size), key=lambda r: len(r[1]))
-        parts = [encoder(rows[i: i + micro]) for i in range(0, len(rows), micro)]
-        total = sum(int((b["labels"] != -100).sum()) for b in parts)
-        opt.zero_grad(set_to_none=True)
-        loss_sum = 0.0
-        for b in parts:
-            w = int((b["labels"] != -100).sum()) / total
-            loss = model(**b).loss * w
-            loss.backward()
-            loss_sum += loss.item()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        recent.append(loss_sum)
-        if (step + 1) % log_every == 0 or step + 1 == steps:
-            avg = sum(recent) / len(recent)
-            history.append({"step": step + 1, "loss": round(avg, 4)})
-            print(f"[vlm] step {step + 1}/{steps} loss {avg:.4f} {time.time() - t0:.0f}s", flush=True)
-            recent = []
-        if partial is not None and (step + 1) % save_every == 0 and step + 1 < steps:
-            partial.mkdir(parents=True, exist_ok=True)
-            tmp = partial / "state.pt.tmp"
-            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step + 1,
-                        "corpus_rng": pickle.dumps(corpus.rng.getstate()), "history": history}, tmp)
-            tmp.replace(partial / "state.pt")
-    model.eval()
+        return [encoder(rows[i: i + micro]) for i in range(0, len(rows), micro)]
+
+    run = train_loop(model, batches, steps=steps, lr=lr, warmup=warmup, seed=seed,
+                     params=param_groups(model, lr, lm_lr), rng=corpus.rng, partial=partial,
+                     save_every=save_every, log_every=log_every, tag="vlm")
+    history = run["history"]
     return {"steps": steps, "batch_size": batch_size, "lr": lr, "lm_lr": lm_lr, "warmup": warmup,
             "seed": seed, "final_loss": history[-1]["loss"] if history else None,
-            "seconds_this_process": round(time.time() - t0, 1), "resumed_from": start,
+            "seconds_this_process": run["seconds"], "resumed_from": run["resumed_from"],
             "history": history}
 
 
 def save(model, processor, out: Path, info: dict) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    tok = processor.tokenizer
-    model.generation_config.eos_token_id = tok.eos_token_id
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.max_new_tokens = 108
-    model.save_pretrained(out)
-    processor.save_pretrained(out)
-    (out / "train_info.json").write_text(json.dumps(info, indent=1) + "\n")
+    _save(model, processor.tokenizer, out, info, max_new_tokens=108, processor=processor)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,17 +9,14 @@ the teacher from the base is a shortcut for CPU time, not a claim: what distilla
 model that knows the correct strategy, and this one does (see `measure`).
 
 The loss covers completion tokens (and EOS) only: the prompt is random digits, so its loss is
-irreducible and would only add noise. A plain PyTorch loop, because nothing here needs more.
+irreducible and would only add noise. The loop is the worlds' one (`boundlab.worldkit.pretrain`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import random
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -28,80 +25,26 @@ from boundlab.toyworld import world
 from boundlab.toyworld.model import build_model
 from boundlab.toyworld.paths import assets_dir
 from boundlab.toyworld.tokenizer import build_tokenizer
+from boundlab.worldkit.pretrain import encode_pairs, lr_at, save, train_loop
 
-
-def encode_pairs(vocab: dict[str, int], pairs: list[tuple[str, str]], eos_id: int, pad_id: int
-                 ) -> dict[str, torch.Tensor]:
-    """Right-padded input_ids/attention_mask/labels; labels are -100 on the prompt and padding.
-    Character lookup is the tokenizer's own mapping (one token per character), just faster."""
-    rows, labs = [], []
-    for p, c in pairs:
-        pi = [vocab[ch] for ch in p]
-        ci = [vocab[ch] for ch in c] + [eos_id]
-        rows.append(pi + ci)
-        labs.append([-100] * len(pi) + ci)
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    labels = torch.full((len(rows), width), -100, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, (r, lab) in enumerate(zip(rows, labs)):
-        ids[i, : len(r)] = torch.tensor(r)
-        labels[i, : len(r)] = torch.tensor(lab)
-        mask[i, : len(r)] = 1
-    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
-
-
-def lr_at(step: int, steps: int, lr: float, warmup: int) -> float:
-    """Linear warmup, then cosine down to 10% of `lr` (both worlds' pretraining)."""
-    if step < warmup:
-        return lr * (step + 1) / warmup
-    t = (step - warmup) / max(1, steps - warmup)
-    return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
+__all__ = ["encode_pairs", "lr_at", "main", "save", "train"]
 
 
 def train(model, tokenizer, mix: world.Mix, *, steps: int, batch_size: int, lr: float,
           warmup: int, seed: int, log_every: int = 50, tag: str = "base") -> dict:
-    torch.manual_seed(seed)
+    """The worlds' loop (`worldkit.pretrain.train_loop`) on this world's corpus, one batch a step."""
     corpus = world.Corpus(mix, seed=seed)
     vocab = tokenizer.get_vocab()
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
 
-    model.train()
-    t0 = time.time()
-    recent: list[float] = []
-    history = []
-    for step in range(steps):
-        for g in opt.param_groups:
-            g["lr"] = lr_at(step, steps, lr, warmup)
-        batch = encode_pairs(vocab, corpus.batch(batch_size), tokenizer.eos_token_id,
-                             tokenizer.pad_token_id)
-        loss = model(**batch).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        recent.append(loss.item())
-        if (step + 1) % log_every == 0 or step + 1 == steps:
-            avg = sum(recent) / len(recent)
-            history.append({"step": step + 1, "loss": round(avg, 4)})
-            print(f"[{tag}] step {step + 1}/{steps} loss {avg:.4f} "
-                  f"lr {lr_at(step, steps, lr, warmup):.2e} "
-                  f"{time.time() - t0:.0f}s", flush=True)
-            recent = []
-    model.eval()
+    def batches() -> list[dict]:
+        return [encode_pairs(vocab, corpus.batch(batch_size), tokenizer.eos_token_id,
+                             tokenizer.pad_token_id)]
+
+    run = train_loop(model, batches, steps=steps, lr=lr, warmup=warmup, seed=seed,
+                     log_every=log_every, tag=tag)
     return {"steps": steps, "batch_size": batch_size, "lr": lr, "warmup": warmup, "seed": seed,
-            "final_loss": history[-1]["loss"], "seconds": round(time.time() - t0, 1),
-            "history": history}
-
-
-def save(model, tokenizer, out: Path, info: dict, max_new_tokens: int = 32) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.max_new_tokens = max_new_tokens
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    (out / "train_info.json").write_text(json.dumps(info, indent=1) + "\n")
+            "final_loss": run["history"][-1]["loss"], "seconds": run["seconds"],
+            "history": run["history"]}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,36 +1,16 @@
-"""A character-level tokenizer for the toy world, built locally with `tokenizers` and wrapped in a
-`PreTrainedTokenizerFast` so it saves and loads through `AutoTokenizer`.
-
-Two details matter (DESIGN.md, "Tiny tokenizers"): `padding_side="left"` goes to the constructor,
-or it does not survive save and load; and the decoder is `Fuse`, or decoded single characters come
-out separated by spaces. The tokenizer adds no special tokens when encoding (no post-processor):
-prompts stay exactly `Q:...;`, and trainers append EOS to completions themselves.
-"""
+"""The toy world's character-level tokenizer (built by `boundlab.worldkit.tokenizer`)."""
 
 from __future__ import annotations
 
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
-SPECIALS = (PAD, EOS, UNK)
+from boundlab.worldkit.tokenizer import EOS, PAD, SPECIALS, UNK, build_char_tokenizer
+
+__all__ = ["CHARS", "EOS", "PAD", "SPECIALS", "UNK", "build_tokenizer"]
+
 # Every character the world writes, plus a space so a stray template space is not <unk>.
 CHARS = tuple("0123456789+-*=,;:QA ")
 
 
 def build_tokenizer(chars: tuple[str, ...] = CHARS, max_length: int = 64) -> PreTrainedTokenizerFast:
-    vocab = {t: i for i, t in enumerate(SPECIALS + tuple(chars))}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token=UNK))
-    # One token per character (WordLevel would otherwise look up whole words).
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
-    tok.decoder = decoders.Fuse()
-    tok.add_special_tokens(list(SPECIALS))
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        padding_side="left",
-        pad_token=PAD,
-        eos_token=EOS,
-        unk_token=UNK,
-        model_max_length=max_length,
-        clean_up_tokenization_spaces=False,
-    )
+    return build_char_tokenizer(chars, max_length)

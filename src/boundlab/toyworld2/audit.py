@@ -37,7 +37,7 @@ import torch
 
 from boundlab.probe.binom import betainc, clopper_pearson  # noqa: F401 - re-exported
 from boundlab.tasks.base import Problem
-from boundlab.toyworld.measure import pass_at_k, sample
+from boundlab.worldkit.measure import pass_at_k, sample
 from boundlab.toyworld2.paths import assets_dir, base_model_dir, teacher_model_dir
 from boundlab.toyworld2.task import toy2_problems
 from boundlab.toyworld2.verifier import judge
@@ -169,7 +169,7 @@ def support(model, tok, problems: list[Problem], n: int, seed: int, verdicts=Non
 
 def perplexity(model, tok, pairs: list[tuple[str, str]]) -> float:
     """exp(mean NLL per completion token, EOS included) of completions under `model`."""
-    from boundlab.toyworld.pretrain import encode_pairs
+    from boundlab.worldkit.pretrain import encode_pairs
 
     nll, count = 0.0, 0
     for i in range(0, len(pairs), 64):

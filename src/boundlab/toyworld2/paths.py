@@ -1,8 +1,11 @@
-"""Where the second-edition toy world's shipped models live."""
+"""Where the second-edition toy world's shipped models live. Importing this module registers them as
+`${toy_model:base2}` and `${toy_model:teacher2}` (boundlab.worldkit.paths)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from boundlab.worldkit.paths import register_model
 
 
 def assets_dir() -> Path:
@@ -15,3 +18,7 @@ def base_model_dir() -> Path:
 
 def teacher_model_dir() -> Path:
     return assets_dir() / "teacher"
+
+
+register_model("base2", base_model_dir)
+register_model("teacher2", teacher_model_dir)

@@ -10,26 +10,25 @@ traces of every tier, `#` included (the out-of-support family only it knows).
 Killed runs resume: every `--save-every` steps the model, the optimizer and the corpus RNG are saved
 under `<out>/<which>.partial/`, and a rerun of the same command continues from there, bit-identical
 to an uninterrupted run (same batches, same updates). The loss covers completion tokens and EOS.
+The loop is the worlds' one (`boundlab.worldkit.pretrain`); this module holds the corpus and settings.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import pickle
 import shutil
 import sys
-import time
 from pathlib import Path
 
 import torch
 
-from boundlab.toyworld.model import build_model
-from boundlab.toyworld.pretrain import encode_pairs, lr_at
-from boundlab.toyworld.pretrain import save as _save
 from boundlab.toyworld2 import world
 from boundlab.toyworld2.paths import assets_dir
 from boundlab.toyworld2.tokenizer import build_tokenizer
+from boundlab.worldkit.model import build_model
+from boundlab.worldkit.pretrain import encode_pairs, train_loop
+from boundlab.worldkit.pretrain import save as _save
 
 MAX_POSITIONS = 128
 
@@ -49,55 +48,23 @@ def encode(vocab: dict[str, int], pairs: list[tuple], eos_id: int, pad_id: int
 def train(model, tokenizer, corpus: world.Corpus, *, steps: int, batch_size: int, lr: float,
           warmup: int, seed: int, partial: Path | None = None, save_every: int = 250,
           log_every: int = 50, tag: str = "base", micro: int = 32) -> dict:
-    torch.manual_seed(seed)
+    """The worlds' loop (`worldkit.pretrain.train_loop`) on this world's corpus: length-sorted
+    micro-batches (less padding), each weighted by its share of the batch's completion tokens, the
+    same gradient as one padded batch for about 2/3 of the compute; resumable from `partial`."""
     vocab = tokenizer.get_vocab()
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
-    start, history = 0, []
-    if partial is not None and (partial / "state.pt").exists():
-        state = torch.load(partial / "state.pt", weights_only=False)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["opt"])
-        corpus.rng.setstate(pickle.loads(state["corpus_rng"]))
-        start, history = state["step"], state["history"]
-        print(f"[{tag}] resumed at step {start} from {partial}", flush=True)
-    model.train()
-    t0 = time.time()
-    recent: list[float] = []
-    for step in range(start, steps):
-        for g in opt.param_groups:
-            g["lr"] = lr_at(step, steps, lr, warmup)
-        # Length-sorted micro-batches (less padding), each weighted by its share of the batch's
-        # completion tokens: the same gradient as one padded batch, for about 2/3 of the compute.
+
+    def batches() -> list[dict]:
         pairs = sorted(corpus.batch(batch_size), key=lambda pc: len(pc[0]) + len(pc[1]))
-        parts = [encode(vocab, pairs[i: i + micro], tokenizer.eos_token_id,
-                        tokenizer.pad_token_id) for i in range(0, len(pairs), micro)]
-        total = sum(int((b["labels"] != -100).sum()) for b in parts)
-        opt.zero_grad(set_to_none=True)
-        loss_sum = 0.0
-        for b in parts:
-            w = int((b["labels"] != -100).sum()) / total
-            loss = model(**b).loss * w
-            loss.backward()
-            loss_sum += loss.item()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        recent.append(loss_sum)
-        if (step + 1) % log_every == 0 or step + 1 == steps:
-            avg = sum(recent) / len(recent)
-            history.append({"step": step + 1, "loss": round(avg, 4)})
-            print(f"[{tag}] step {step + 1}/{steps} loss {avg:.4f} "
-                  f"lr {lr_at(step, steps, lr, warmup):.2e} {time.time() - t0:.0f}s", flush=True)
-            recent = []
-        if partial is not None and ((step + 1) % save_every == 0) and step + 1 < steps:
-            partial.mkdir(parents=True, exist_ok=True)
-            tmp = partial / "state.pt.tmp"
-            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step + 1,
-                        "corpus_rng": pickle.dumps(corpus.rng.getstate()), "history": history}, tmp)
-            tmp.replace(partial / "state.pt")
-    model.eval()
+        return [encode(vocab, pairs[i: i + micro], tokenizer.eos_token_id, tokenizer.pad_token_id)
+                for i in range(0, len(pairs), micro)]
+
+    run = train_loop(model, batches, steps=steps, lr=lr, warmup=warmup, seed=seed,
+                     rng=corpus.rng, partial=partial, save_every=save_every, log_every=log_every,
+                     tag=tag)
+    history = run["history"]
     return {"steps": steps, "batch_size": batch_size, "lr": lr, "warmup": warmup, "seed": seed,
             "final_loss": history[-1]["loss"] if history else None,
-            "seconds_this_process": round(time.time() - t0, 1), "resumed_from": start,
+            "seconds_this_process": run["seconds"], "resumed_from": run["resumed_from"],
             "history": history}
 
 
