@@ -58,13 +58,13 @@ def test_a_probe_dir_is_refused_at_once(tmp_path, monkeypatch):
 
 
 def test_a_folder_that_becomes_a_run_in_time_is_watched(tmp_path, monkeypatch):
-    import boundlab.probe.context as context
+    import boundlab.probe.spec as spec
 
     class Stop(Exception):
         pass
 
     seen = []
-    monkeypatch.setattr(context, "load_task", lambda cfg: (seen.append(cfg), (_ for _ in ()).throw(Stop()))[1])
+    monkeypatch.setattr(spec, "load_task", lambda cfg: (seen.append(cfg), (_ for _ in ()).throw(Stop()))[1])
     run = tmp_path / "later"
 
     def start_training():

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from boundlab.probe.spec import load_task
+from boundlab.probe import spec as _spec
 from boundlab.probe.store import Store
 from boundlab.tasks import Task
 
@@ -82,7 +82,7 @@ class ProbeContext:
         groups. Close it (or use it as a context manager) to finish the logger and close the rest."""
         from boundlab.sampling.checkpoint import sampler_factory
 
-        task = task if task is not None else load_task(cfg)
+        task = task if task is not None else _spec.load_task(cfg)
         store = Store(cfg.store.path)
         try:
             verifier = open_verifier(task.verifier, cfg.verify, store.path)
@@ -141,10 +141,11 @@ class ProbeContext:
 
 
 def _close_all(closers: list[Callable[[], None]]) -> None:
-    if not closers:
-        return
-    try:
-        closers[0]()
-    finally:
-        _close_all(closers[1:])
-
+    first: BaseException | None = None
+    for close in closers:
+        try:
+            close()
+        except BaseException as e:  # noqa: BLE001 - the rest still close; the first failure is raised
+            first = first or e
+    if first is not None:
+        raise first
