@@ -139,7 +139,9 @@ def floor_seconds(model, problems: int, samples: int, prompt_tokens: float, new_
 def whole_probe(model, tok, task, n, batch, max_new_tokens, store_path: Path, engine: str = "auto",
                 entropy: bool = True):
     """A whole probe_model into a fresh store: sample, verify, store, curves with bootstrap CIs."""
+    from boundlab.probe.context import ProbeContext
     from boundlab.probe.runner import probe_model
+    from boundlab.probe.spec import ProbeSpec
     from boundlab.probe.store import Store
     from boundlab.sampling.base import GenSettings
     from boundlab.sampling.hf import HFSampler
@@ -151,9 +153,8 @@ def whole_probe(model, tok, task, n, batch, max_new_tokens, store_path: Path, en
         verifier.pool.start()  # worker start-up is a one-off per process, not per probe
     sampler = HFSampler(model, tok, batch_size=batch, engine=engine, entropy=entropy)
     t = time.perf_counter()
-    res = probe_model(task, sampler, verifier, store, "bench", n,
-                      GenSettings(1.0, 1.0, max_new_tokens), seed=0, tokenizer=tok,
-                      model_name="bench", progress=False)
+    res = probe_model(ProbeContext(task, store, verifier, progress=False),
+                      ProbeSpec(n, GenSettings(1.0, 1.0, max_new_tokens), 0), sampler, "bench", tok, "bench")
     secs = time.perf_counter() - t
     verifier.close()
     tokens = store.db.execute("SELECT SUM(n_tokens) FROM samples").fetchone()[0]

@@ -312,7 +312,9 @@ def main() -> None:
     from types import SimpleNamespace
 
     from boundlab.models import load_model, load_tokenizer, resolve_model_path
+    from boundlab.probe.context import ProbeContext
     from boundlab.probe.runner import export_prompts, probe_model, score_samples_file
+    from boundlab.probe.spec import ProbeSpec
     from boundlab.probe.store import Store
     from boundlab.sampling.base import GenSettings
     from boundlab.sampling.hf import HFSampler
@@ -391,9 +393,9 @@ def main() -> None:
                 store = Store(tmp / f"store-boundlab-{n}-{engine}.sqlite")
                 sampler = HFSampler(model, tok, batch_size=args.batch, engine=engine)
                 t = time.perf_counter()
-                ours = probe_model(task, sampler, verifier, store, "peer-bench", n, gen, seed=args.seed,
-                                   tokenizer=tok, model_name="toy2", bootstrap_iters=iters, ci=ci,
-                                   progress=False)
+                ours = probe_model(ProbeContext(task, store, verifier, progress=False),
+                                   ProbeSpec(n, gen, args.seed, bootstrap_iters=iters, ci=ci), sampler,
+                                   "peer-bench", tok, "toy2")
                 probe_s = time.perf_counter() - t
                 store.close()
                 ours_sps = samples / probe_s
@@ -412,9 +414,9 @@ def main() -> None:
                 log(f"n = {n}: BoundLab probe again, seed {args.self_seed} ...")
                 store = Store(tmp / f"store-boundlab-{n}-self.sqlite")
                 sampler = HFSampler(model, tok, batch_size=args.batch, engine=args.engines[0])
-                again = probe_model(task, sampler, verifier, store, "peer-bench", n, gen,
-                                    seed=args.self_seed, tokenizer=tok, model_name="toy2",
-                                    bootstrap_iters=iters, ci=ci, progress=False)
+                again = probe_model(ProbeContext(task, store, verifier, progress=False),
+                                    ProbeSpec(n, gen, args.self_seed, bootstrap_iters=iters, ci=ci), sampler,
+                                    "peer-bench", tok, "toy2")
                 store.close()
                 row["boundlab_self"] = {
                     "seed": args.self_seed, **side_stats(again, k_list, ci),

@@ -71,25 +71,17 @@ def probe_child(overrides: list[str]) -> None:
 
     import boundlab.builtins  # noqa: F401
     from boundlab.config import check_keys, register_configs
-    from boundlab.probe.app import _probe_model
-    from boundlab.probe.spec import load_task
-    from boundlab.probe.store import Store
+    from boundlab.probe.app import probe_configured
+    from boundlab.probe.context import ProbeContext
     from boundlab.validate import validate
-    from boundlab.verify import build_verifier, verifier_options
 
     register_configs()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose(config_name="probe", overrides=overrides)
     check_keys(cfg)
     validate(cfg)
-    task = load_task(cfg)
-    store = Store(cfg.store.path)
-    verifier = build_verifier(task.verifier, **verifier_options(task.verifier, cfg.verify))
-    try:
-        result, _ = _probe_model(cfg, task, verifier, store)
-    finally:
-        verifier.close()
-        store.close()
+    with ProbeContext.from_config(cfg) as ctx:  # the task, store and verifier probe.py would build
+        result, _ = probe_configured(ctx, cfg)
     cur = result.curve
     samples = int(result.new_samples)
     print("GPU_CHECK_RESULT " + json.dumps({

@@ -21,6 +21,7 @@ from boundlab.boundary import rows as R
 from boundlab.boundary.alarm import shrinkage
 from boundlab.boundary.tracker import build_tracker
 from boundlab.config import register_configs, with_updates
+from boundlab.probe.context import ProbeContext
 from boundlab.probe.spec import ProbeSpec, load_task
 from boundlab.probe.store import Store
 from boundlab.rundir.io import read_jsonl
@@ -62,8 +63,9 @@ def test_the_alarm_fires_on_a_sharpened_checkpoint_and_not_on_the_null(tmp_path,
     verifier = build_verifier(task.verifier)
     logger = build_logger(with_updates(cfg.logger, mode="offline"), run_dir, {"test": True})
     try:
-        tr = build_tracker(run_dir, task, store, verifier, logger, sampler_factory(cfg.model, cfg.sampler),
-                           ProbeSpec.from_config(cfg.probe), progress=False)
+        tr = build_tracker(run_dir, ProbeContext(task, store, verifier, sampler_factory(cfg.model, cfg.sampler),
+                                                 logger, progress=False),
+                           ProbeSpec.from_config(cfg.probe))
         tr.probe_base(str(base_model_dir()))
         null = next(r for r in tr.rows if r["kind"] == "null")
         # A second base-vs-base comparison (a third seed), judged as a checkpoint would be: silent.

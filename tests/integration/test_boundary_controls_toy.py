@@ -19,6 +19,7 @@ from hydra.core.global_hydra import GlobalHydra
 
 from boundlab.boundary.tracker import build_tracker
 from boundlab.config import register_configs, with_updates
+from boundlab.probe.context import ProbeContext
 from boundlab.probe.spec import ProbeSpec, load_task
 from boundlab.probe.store import Store
 from boundlab.sampling.checkpoint import sampler_factory
@@ -68,9 +69,9 @@ def test_tracker_on_the_toy_world_writes_strict_groups_null_and_crossing(tmp_pat
     verifier = build_verifier(task.verifier)
     logger = build_logger(with_updates(cfg.logger, mode="offline"), run_dir, {"test": True})
     try:
-        tr = build_tracker(run_dir, task, store, verifier, logger,
-                           sampler_factory(cfg.model, cfg.sampler), ProbeSpec.from_config(cfg.probe),
-                           progress=False)
+        tr = build_tracker(run_dir, ProbeContext(task, store, verifier, sampler_factory(cfg.model, cfg.sampler),
+                                                 logger, progress=False),
+                           ProbeSpec.from_config(cfg.probe))
         tr.probe_base(str(base_model_dir()))
         tr.probe_checkpoint(5, str(teacher_model_dir()))
         run_id = logger.run_id

@@ -14,8 +14,10 @@ import pytest
 
 from boundlab.probe import adaptive as A
 from boundlab.probe.binom import betainc, clopper_pearson, cp_lower, cp_upper
+from boundlab.probe.context import ProbeContext
 from boundlab.probe.estimator import pass_at_k_matrix, pass_at_k_table
 from boundlab.probe.runner import probe_model
+from boundlab.probe.spec import ProbeSpec
 from boundlab.probe.store import Store
 from boundlab.sampling.base import Completion, GenSettings, Sampler
 from boundlab.tasks.base import Problem, Task
@@ -178,8 +180,9 @@ PLAN = A.AdaptivePlan(n0=4, cap=64, epsilon=0.05, delta=0.05)
 def _run(store, sampler, plan=PLAN):
     v = build_verifier("exact")
     try:
-        return probe_model(_task(), sampler, v, store, "fp", plan.cap, GenSettings(max_new_tokens=3),
-                           bootstrap_iters=20, progress=False, adaptive=plan)
+        return probe_model(ProbeContext(_task(), store, v, progress=False),
+                           ProbeSpec(plan.cap, GenSettings(max_new_tokens=3), 0, bootstrap_iters=20,
+                                     adaptive=plan), sampler, "fp")
     finally:
         v.close()
 
@@ -201,8 +204,8 @@ def test_adaptive_probe_has_uneven_n_its_own_key_and_a_state_table(tmp_path):
     assert store.adaptive_states(res.key)["q4"][2] == "certified"
     # A fixed-n probe of the same model, task and sampling is another key: nothing is mixed.
     v = build_verifier("exact")
-    fixed = probe_model(_task(), CoinSampler(), v, store, "fp", 8, GenSettings(max_new_tokens=3),
-                        bootstrap_iters=20, progress=False)
+    fixed = probe_model(ProbeContext(_task(), store, v, progress=False),
+                        ProbeSpec(8, GenSettings(max_new_tokens=3), 0, bootstrap_iters=20), CoinSampler(), "fp")
     other = _run(store, CoinSampler(), A.AdaptivePlan(n0=4, cap=64, epsilon=0.01, delta=0.05))
     v.close()
     assert len({fixed.key, res.key, other.key}) == 3
@@ -264,8 +267,8 @@ def test_the_report_reads_an_adaptive_probe_by_its_design_not_as_plain_counts(tm
     assert np.array_equal(head[:, 0], first[:, 0]) and not np.array_equal(plain, first[:, 0])
     # A fixed-n probe is left to the plain path.
     v = build_verifier("exact")
-    fixed = probe_model(_task(), CoinSampler(), v, store, "fp", 8, GenSettings(max_new_tokens=3),
-                        bootstrap_iters=20, progress=False)
+    fixed = probe_model(ProbeContext(_task(), store, v, progress=False),
+                        ProbeSpec(8, GenSettings(max_new_tokens=3), 0, bootstrap_iters=20), CoinSampler(), "fp")
     v.close()
     assert _adaptive(store, fixed.key, res.problem_ids, "answer", SimpleNamespace(n=None)) is None
 
@@ -274,7 +277,6 @@ def _tracked_run(tmp_path):
     """The boundary tracker over an adaptive base and one checkpoint (the same coin sampler behind
     both), in tmp_path/run with its store tmp_path/s.sqlite; returns the base's ProbeResult."""
     from boundlab.boundary.tracker import build_tracker
-    from boundlab.probe.spec import ProbeSpec
     from test_boundary_controls import Recorder
 
     for d in ("base", "ckpt"):
@@ -283,10 +285,11 @@ def _tracked_run(tmp_path):
     (tmp_path / "run").mkdir()
     store, v = Store(tmp_path / "s.sqlite"), build_verifier("exact")
     try:
-        tr = build_tracker(tmp_path / "run", _task(), store, v, Recorder(),
-                           lambda d: (CoinSampler(), None),
+        tr = build_tracker(tmp_path / "run",
+                           ProbeContext(_task(), store, v, lambda d: (CoinSampler(), None), Recorder(),
+                                        progress=False),
                            ProbeSpec(n=64, gen=GenSettings(max_new_tokens=3), seed=0,
-                                     bootstrap_iters=20, adaptive=PLAN), progress=False)
+                                     bootstrap_iters=20, adaptive=PLAN))
         base = tr.probe_base(str(tmp_path / "base"))
         tr.probe_checkpoint(10, str(tmp_path / "ckpt"))
     finally:

@@ -21,6 +21,7 @@ from boundlab.boundary import rows as R
 from boundlab.boundary.tracker import build_tracker
 from boundlab.config import ConfigError
 from boundlab.probe.compare import compare, crossing_with_ci, saturation
+from boundlab.probe.context import ProbeContext
 from boundlab.probe.curves import compute_curve
 from boundlab.probe.spec import ProbeSpec
 from boundlab.probe.store import Store
@@ -92,10 +93,12 @@ def run_tracker(tmp_path, null_seed=7, task=None):
     verifier = build_verifier("toy")
     logger = Recorder()
     try:
-        tr = build_tracker(tmp_path / "run", task, store, verifier, logger,
-                           lambda d: (ScriptedSampler(SCRIPTS[next(order)], task), None),
+        tr = build_tracker(tmp_path / "run",
+                           ProbeContext(task, store, verifier,
+                                        lambda d: (ScriptedSampler(SCRIPTS[next(order)], task), None),
+                                        logger, progress=False),
                            ProbeSpec(n=4, gen=GenSettings(max_new_tokens=32), seed=0,
-                                     bootstrap_iters=200, null_seed=null_seed), progress=False)
+                                     bootstrap_iters=200, null_seed=null_seed))
         (tmp_path / "run").mkdir(exist_ok=True)
         tr.probe_base(str(tmp_path / "base"))
         tr.probe_checkpoint(10, str(tmp_path / "ckpt"))
@@ -187,8 +190,8 @@ def test_null_is_the_base_again_with_its_own_key_and_hand_computed_deltas(tmp_pa
     assert (null_m["probe/null/lost"], null_m["probe/null/gained"]) == (1, 1)
     assert "probe/pass@1" not in null_m
     # Probed once: a second probe_base (a resumed run) reads the base back and adds no null row.
-    tr.store = Store(tmp_path / "s.sqlite")
-    tr.make_sampler = lambda d: (ScriptedSampler(None, task=None), None)  # generate() would fail
+    tr.ctx.store = Store(tmp_path / "s.sqlite")
+    tr.ctx.make_sampler = lambda d: (ScriptedSampler(None, task=None), None)  # generate() would fail
     tr.probe_base(str(tmp_path / "base"))
     assert [r["kind"] for r in tr.rows] == ["base", "null", "checkpoint"]
     tr.store.close()

@@ -137,7 +137,9 @@ def test_same_seed_same_samples_and_what_it_cannot_run_goes_through_generate():
 
 def test_the_probe_key_records_the_compact_engine(tmp_path):
     import boundlab.builtins  # noqa: F401  (registers the toy2 task and verifier)
+    from boundlab.probe.context import ProbeContext
     from boundlab.probe.runner import probe_model
+    from boundlab.probe.spec import ProbeSpec
     from boundlab.probe.store import Store
     from boundlab.tasks import build_task
     from boundlab.verify import build_verifier
@@ -149,8 +151,8 @@ def test_the_probe_key_records_the_compact_engine(tmp_path):
     gen = GenSettings(temperature=1.0, max_new_tokens=60)
     keys = {}
     for engine in ("auto", "generate"):
-        r = probe_model(task, HFSampler(model, tok, engine=engine), build_verifier("toy2"), store, "fp", 4, gen,
-                        progress=False, bootstrap_iters=10)
+        r = probe_model(ProbeContext(task, store, build_verifier("toy2"), progress=False),
+                        ProbeSpec(4, gen, 0, bootstrap_iters=10), HFSampler(model, tok, engine=engine), "fp")
         keys[engine] = r.key
     assert keys["auto"] != keys["generate"]
     assert store.probe_info(keys["auto"])["settings"]["engine"] == "compact"

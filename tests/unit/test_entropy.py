@@ -200,6 +200,7 @@ def test_rows_csv_groups_and_wandb_keys(tmp_path, capsys):
     import csv
 
     from boundlab.boundary.tracker import build_tracker
+    from boundlab.probe.context import ProbeContext
     from boundlab.probe.spec import ProbeSpec
     from boundlab.tasks.base import Problem, Task
     from boundlab.verify import build_verifier
@@ -215,9 +216,9 @@ def test_rows_csv_groups_and_wandb_keys(tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
     try:
-        tr = build_tracker(run, task, store, verifier, logger, lambda d: (EntropySampler(d), None),
-                           ProbeSpec(n=4, gen=GenSettings(max_new_tokens=8), seed=0,
-                                     bootstrap_iters=10), progress=False)
+        tr = build_tracker(run, ProbeContext(task, store, verifier, lambda d: (EntropySampler(d), None), logger,
+                                             progress=False),
+                           ProbeSpec(n=4, gen=GenSettings(max_new_tokens=8), seed=0, bootstrap_iters=10))
         tr.probe_base(str(tmp_path / "base"))
         tr.probe_checkpoint(5, str(tmp_path / "ckpt"))
     finally:

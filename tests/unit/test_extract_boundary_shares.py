@@ -4,6 +4,7 @@ console, with the max_new_tokens warning."""
 import csv
 
 from boundlab.boundary.tracker import build_tracker
+from boundlab.probe.context import ProbeContext
 from boundlab.probe.spec import ProbeSpec
 from boundlab.probe.store import Store
 from boundlab.sampling.base import Completion, GenSettings
@@ -61,10 +62,10 @@ def test_shares_per_checkpoint(tmp_path, capsys):
     verifier = build_verifier("math", workers=1)
     logger = Recorder()
     try:
-        tr = build_tracker(tmp_path / "run", task, store, verifier, logger,
-                               lambda d: (ScriptedSampler(d), None),
-                               ProbeSpec(n=4, gen=GenSettings(max_new_tokens=8), seed=0,
-                                         bootstrap_iters=10), progress=False)
+        tr = build_tracker(tmp_path / "run",
+                           ProbeContext(task, store, verifier, lambda d: (ScriptedSampler(d), None), logger,
+                                        progress=False),
+                           ProbeSpec(n=4, gen=GenSettings(max_new_tokens=8), seed=0, bootstrap_iters=10))
         (tmp_path / "run").mkdir(exist_ok=True)
         tr.probe_base(str(tmp_path / "base"))
         tr.probe_checkpoint(5, str(tmp_path / "ckpt"))

@@ -66,6 +66,7 @@ def _cfg(*overrides):
 
 def test_the_tracker_logs_kl_zero_for_a_copy_and_positive_for_a_sharpened_model(tmp_path):
     from boundlab.boundary.tracker import build_tracker
+    from boundlab.probe.context import ProbeContext
     from boundlab.probe.spec import ProbeSpec, load_task
     from boundlab.probe.store import Store
     from boundlab.sampling.checkpoint import sampler_factory
@@ -88,9 +89,10 @@ def test_the_tracker_logs_kl_zero_for_a_copy_and_positive_for_a_sharpened_model(
     store = Store(tmp_path / "s.sqlite")
     verifier = build_verifier(task.verifier)
     try:
-        tr = build_tracker(tmp_path / "run", task, store, verifier, None,
-                           sampler_factory(cfg.model, cfg.sampler), ProbeSpec.from_config(cfg.probe),
-                           progress=False)
+        tr = build_tracker(tmp_path / "run",
+                           ProbeContext(task, store, verifier, sampler_factory(cfg.model, cfg.sampler),
+                                        progress=False),
+                           ProbeSpec.from_config(cfg.probe))
         tr.probe_base(str(base_model_dir()))
         tr.probe_checkpoint(1, str(copy))
         tr.probe_checkpoint(2, str(sharp))

@@ -100,6 +100,7 @@ def test_the_tracker_names_a_checkpoint_probed_unlike_its_base(tmp_path, capsys)
     from test_boundary_controls import SCRIPTS, Recorder, ScriptedSampler, toy_task
 
     from boundlab.boundary.tracker import build_tracker
+    from boundlab.probe.context import ProbeContext
     from boundlab.probe.spec import ProbeSpec
     from boundlab.sampling.base import GenSettings
     from boundlab.verify import build_verifier
@@ -110,11 +111,12 @@ def test_the_tracker_names_a_checkpoint_probed_unlike_its_base(tmp_path, capsys)
         (tmp_path / d / "config.json").write_text('{"which": "%s"}' % d)
     store, verifier, logger = Store(tmp_path / "s.sqlite"), build_verifier("toy"), Recorder()
     try:
-        tr = build_tracker(tmp_path / "run", task, store, verifier, logger,
-                           lambda d: (ScriptedSampler(SCRIPTS["base" if d.endswith("base") else "ckpt"], task),
-                                      None),
-                           ProbeSpec(n=4, gen=GenSettings(max_new_tokens=32), seed=0, bootstrap_iters=50),
-                           progress=False)
+        tr = build_tracker(tmp_path / "run",
+                           ProbeContext(task, store, verifier,
+                                        lambda d: (ScriptedSampler(SCRIPTS["base" if d.endswith("base") else "ckpt"],
+                                                                   task), None),
+                                        logger, progress=False),
+                           ProbeSpec(n=4, gen=GenSettings(max_new_tokens=32), seed=0, bootstrap_iters=50))
         (tmp_path / "run").mkdir()
         tr.probe_base(str(tmp_path / "base"))
         tr.probe_checkpoint(1, str(tmp_path / "ck1"))

@@ -10,7 +10,9 @@ from importlib import metadata
 import pytest
 
 from boundlab.config import VerifyConfig
+from boundlab.probe.context import ProbeContext
 from boundlab.probe.runner import probe_model, sampling_settings, score_samples_file
+from boundlab.probe.spec import ProbeSpec
 from boundlab.probe.store import Store, probe_key
 from boundlab.probe.verdicts import probe_settings
 from boundlab.sampling.base import Completion, GenSettings, Sampler
@@ -162,11 +164,13 @@ def test_a_changed_verifier_reverifies_stored_completions_instead_of_resampling(
     v512, v3 = build("math"), build("math", max_answer_chars=3)
     try:
         s1 = CountingSampler(texts)
-        r1 = probe_model(task, s1, v512, store, "fp", 4, gen, bootstrap_iters=10, progress=False)
+        r1 = probe_model(ProbeContext(task, store, v512, progress=False), ProbeSpec(4, gen, 0, bootstrap_iters=10),
+                         s1, "fp")
         assert s1.rows == 8 and r1.c.tolist() == [4, 2]
         capsys.readouterr()
         s2 = CountingSampler(texts)
-        r2 = probe_model(task, s2, v3, store, "fp", 4, gen, bootstrap_iters=10, progress=False)
+        r2 = probe_model(ProbeContext(task, store, v3, progress=False), ProbeSpec(4, gen, 0, bootstrap_iters=10),
+                         s2, "fp")
         assert s2.rows == 0  # nothing sampled again
         assert r2.key != r1.key and r2.c.tolist() == [2, 2]  # \frac{1}{2} is too long now
         assert capsys.readouterr().out == (
@@ -180,13 +184,14 @@ def test_a_changed_verifier_reverifies_stored_completions_instead_of_resampling(
         assert new[0].info == {"finish": "length", "answer_from": "boxed", "boxed": True}
         # Raising n samples only what neither probe has, and takes nothing twice.
         s3 = CountingSampler(texts)
-        r3 = probe_model(task, s3, v3, store, "fp", 6, gen, bootstrap_iters=10, progress=False)
+        r3 = probe_model(ProbeContext(task, store, v3, progress=False), ProbeSpec(6, gen, 0, bootstrap_iters=10),
+                         s3, "fp")
         assert s3.rows == 4 and r3.key == r2.key and r3.n.tolist() == [6, 6]
         assert "re-verified" not in capsys.readouterr().out
         # Other sampling settings are another probe: nothing is taken over from it.
         s4 = CountingSampler(texts)
-        probe_model(task, s4, v3, store, "fp", 2, GenSettings(max_new_tokens=6), bootstrap_iters=10,
-                    progress=False)
+        probe_model(ProbeContext(task, store, v3, progress=False),
+                    ProbeSpec(2, GenSettings(max_new_tokens=6), 0, bootstrap_iters=10), s4, "fp")
         assert s4.rows == 4
     finally:
         v512.close()
@@ -209,7 +214,8 @@ def test_probes_stored_before_the_verifier_was_keyed_are_reverified(tmp_path, ca
     v = build("math")
     try:
         s = CountingSampler({"a": ["x"], "b": ["x"]})
-        res = probe_model(task, s, v, store, "fp", 1, gen, bootstrap_iters=10, progress=False)
+        res = probe_model(ProbeContext(task, store, v, progress=False), ProbeSpec(1, gen, 0, bootstrap_iters=10),
+                          s, "fp")
         assert s.rows == 0 and res.key != old_key and res.c.tolist() == [1, 1]
         assert (f"re-verified 2 stored completions under verifier math v{MathVerifier.version}"
                 in capsys.readouterr().out)

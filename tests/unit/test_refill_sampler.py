@@ -184,7 +184,9 @@ def test_the_probe_key_records_the_engine_and_unsupported_models_are_refused(tmp
     import boundlab.builtins  # noqa: F401  (registers the toy2 task and verifier)
     from types import SimpleNamespace
 
+    from boundlab.probe.context import ProbeContext
     from boundlab.probe.runner import probe_model
+    from boundlab.probe.spec import ProbeSpec
     from boundlab.probe.store import Store
     from boundlab.tasks import build_task
     from boundlab.verify import build_verifier
@@ -195,8 +197,8 @@ def test_the_probe_key_records_the_engine_and_unsupported_models_are_refused(tmp
     gen = GenSettings(temperature=1.0, max_new_tokens=60)
     keys = {}
     for engine in ("auto", "compact-cb"):
-        r = probe_model(task, HFSampler(model, tok, engine=engine), build_verifier("toy2"), store, "fp", 4,
-                        gen, progress=False, bootstrap_iters=10)
+        r = probe_model(ProbeContext(task, store, build_verifier("toy2"), progress=False),
+                        ProbeSpec(4, gen, 0, bootstrap_iters=10), HFSampler(model, tok, engine=engine), "fp")
         keys[engine] = r.key
         assert (r.n == 4).all()
     assert keys["auto"] != keys["compact-cb"]

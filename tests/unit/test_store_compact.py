@@ -9,7 +9,9 @@ import sqlite3
 import pytest
 
 from boundlab.errors import TextDropped
+from boundlab.probe.context import ProbeContext
 from boundlab.probe.runner import probe_model
+from boundlab.probe.spec import ProbeSpec
 from boundlab.probe.store import KEEP_WRONG, SampleRow, Store, text_hash
 from boundlab.probe.verdicts import _rescore
 from boundlab.sampling.base import Completion, GenSettings, Sampler
@@ -141,17 +143,19 @@ def test_changed_verifier_samples_afresh_over_a_compact_probe(tmp_path, capsys):
     v2 = build_verifier("math", workers=1, max_answer_chars=3)
     try:
         s1 = FixedSampler(texts)
-        r1 = probe_model(task, s1, v1, store, "fp", 32, gen, bootstrap_iters=10, progress=False,
-                         keep_text="compact")
+        r1 = probe_model(ProbeContext(task, store, v1, progress=False),
+                         ProbeSpec(32, gen, 0, bootstrap_iters=10, keep_text="compact"), s1, "fp")
         assert s1.rows == 32 and r1.c.tolist() == [8]
         assert store.dropped_texts(r1.key) == 24 - KEEP_WRONG
         # keep_text is not part of the key: the same probe with every text reads these back.
         s0 = FixedSampler(texts)
-        r0 = probe_model(task, s0, v1, store, "fp", 32, gen, bootstrap_iters=10, progress=False)
+        r0 = probe_model(ProbeContext(task, store, v1, progress=False), ProbeSpec(32, gen, 0, bootstrap_iters=10),
+                         s0, "fp")
         assert r0.key == r1.key and s0.rows == 0 and r0.c.tolist() == [8]
         capsys.readouterr()
         s2 = FixedSampler(texts)
-        r2 = probe_model(task, s2, v2, store, "fp", 32, gen, bootstrap_iters=10, progress=False)
+        r2 = probe_model(ProbeContext(task, store, v2, progress=False), ProbeSpec(32, gen, 0, bootstrap_iters=10),
+                         s2, "fp")
         out = capsys.readouterr().out
         assert f"probe {r1.key} was stored with probe.keep_text=compact: {24 - KEEP_WRONG} of its " \
                f"32 completions have no text" in out and "sampling afresh instead" in out
@@ -169,7 +173,6 @@ def test_probe_spec_carries_keep_text_to_training_probes():
     from omegaconf import OmegaConf
 
     from boundlab.config import ProbeSettings
-    from boundlab.probe.spec import ProbeSpec
 
     assert ProbeSpec.from_config(OmegaConf.structured(ProbeSettings)).keep_text == "all"
     cfg = OmegaConf.structured(ProbeSettings(keep_text="compact"))

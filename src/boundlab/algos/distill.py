@@ -27,24 +27,22 @@ from boundlab.rundir.io import dumps as strict_dumps
 def generate_traces(cfg: Any, task: Any, verifier: Any, store: Any, run_dir: Path,
                     progress: bool = True) -> tuple[list[dict[str, str]], dict[str, Any]]:
     """Sample the teacher, keep verified distinct traces. Returns (rows, stats)."""
-    from boundlab.models import load_tokenizer, model_fingerprint, resolve_model_path
+    from boundlab.probe.context import ProbeContext
     from boundlab.probe.runner import probe_model
-    from boundlab.sampling import build_sampler
+    from boundlab.probe.spec import ProbeSpec
     from boundlab.sampling.base import GenSettings
 
     a, d = cfg.algo, cfg.algo.distill
-    teacher_dir = resolve_model_path(cfg.teacher)
-    tok = load_tokenizer(cfg.teacher, teacher_dir)
-    sampler = build_sampler(cfg.teacher, cfg.sampler, tokenizer=tok)
+    # The training run's store and verifier on the training problems (owned by the run, not here).
+    ctx = ProbeContext(task, store, verifier, progress=progress, sampler_cfg=cfg.sampler)
     gen = GenSettings(temperature=d.teacher_temperature, top_p=1.0,
                       max_new_tokens=a.max_completion_length)
-    try:
-        res = probe_model(task, sampler, verifier, store, model_fingerprint(teacher_dir, store),
-                          d.teacher_samples, gen, seed=cfg.train.seed, tokenizer=tok,
-                          model_name=f"teacher:{cfg.teacher.name}", bootstrap_iters=10,
-                          progress=progress, meta={"path": teacher_dir, "role": "teacher"})
-    finally:
-        sampler.close()
+    with ctx.open_model(cfg.teacher) as teacher:
+        tok = teacher.tokenizer
+        res = probe_model(ctx, ProbeSpec(n=d.teacher_samples, gen=gen, seed=cfg.train.seed,
+                                         bootstrap_iters=10),
+                          teacher.sampler, teacher.fingerprint, tok, f"teacher:{cfg.teacher.name}",
+                          meta={"path": teacher.path, "role": "teacher"})
     rows: list[dict[str, str]] = []
     total = correct = 0
     for p in task.problems:

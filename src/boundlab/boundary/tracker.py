@@ -28,45 +28,43 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from boundlab.probe.alike import note as alike_note, store_differences
 from boundlab.boundary import rows as R
 from boundlab.boundary.alarm import raise_alarm, shrinkage
 from boundlab.probe.answer_stats import summary_lines
+from boundlab.probe.context import ProbeContext
 from boundlab.probe.compare import compare  # noqa: F401 - the one comparison (rows.add_comparison)
 from boundlab.probe.estimator import powers_of_two
 from boundlab.probe.runner import ProbeResult, probe_model
 from boundlab.probe.rng import isolated_rng
 from boundlab.probe.spec import ProbeSpec
-from boundlab.probe.store import Store
 from boundlab.probe.views import add_views
 from boundlab.rundir import (BOUNDARY_CSV, BOUNDARY_GROUPS_CSV, BOUNDARY_PNG, ENTROPY_PNG,
                              PASSK_BY_STEP_PNG, PROBES_FILE, TRAIN_LOG)
 from boundlab.rundir.io import append_jsonl, append_lines, atomic_write_text, read_jsonl, write_jsonl
-from boundlab.tasks.base import Task
 from boundlab.tracking.names import PROBE, PROBE_STEP, PROBE_TIER, TRAIN_STEP, metric_key, tier_prefix
 
 
-def build_tracker(run_dir: Path, task: Task, store: Store, verifier: Any, logger: Any,
-                  make_sampler: Callable[[str], tuple[Any, Any]], spec: ProbeSpec,
-                  progress: bool = True) -> "BoundaryTracker":
-    """The one way training and the detached watcher build a tracker."""
-    return BoundaryTracker(run_dir, task, store, verifier, logger, make_sampler, spec, progress)
+def build_tracker(run_dir: Path, ctx: ProbeContext, spec: ProbeSpec) -> "BoundaryTracker":
+    """The one way training and the detached watcher build a tracker: over a probe context
+    (boundlab.probe.context), which owns the task, store, verifier, logger and samplers."""
+    if ctx.make_sampler is None:
+        raise ValueError("the boundary tracker opens checkpoints: its probe context needs make_sampler")
+    return BoundaryTracker(run_dir, ctx, spec)
 
 
 class BoundaryTracker:
-    def __init__(self, run_dir: Path, task: Task, store: Store, verifier: Any, logger: Any,
-                 make_sampler: Callable[[str], tuple[Any, Any]], spec: ProbeSpec,
-                 progress: bool = True):
+    def __init__(self, run_dir: Path, ctx: ProbeContext, spec: ProbeSpec):
         self.run_dir = Path(run_dir)
-        self.task, self.store, self.verifier, self.logger = task, store, verifier, logger
-        self.make_sampler = make_sampler  # model dir -> (sampler, tokenizer)
+        self.ctx = ctx  # the task, store, verifier, logger and samplers (read through below)
         self.spec = spec
         self.n, self.gen, self.seed = spec.n, spec.gen, spec.seed
-        self.bootstrap_iters, self.ci, self.progress = spec.bootstrap_iters, spec.ci, progress
-        self.groups = task.groups()  # {tag: problem indices}; a problem without the tag fails here
+        self.bootstrap_iters, self.ci = spec.bootstrap_iters, spec.ci
+        self.groups = ctx.task.groups()  # {tag: problem indices}; a problem without the tag fails here
         self.base: ProbeResult | None = None
         self.rows: list[dict[str, Any]] = []
         self.results: dict[int, ProbeResult] = {}
@@ -81,6 +79,26 @@ class BoundaryTracker:
         if self.logger is not None:
             self.logger.define_step_metric(PROBE, PROBE_STEP)
             self.logger.define_step_metric(PROBE_TIER, PROBE_STEP)
+
+    @property
+    def task(self) -> Any:
+        return self.ctx.task
+
+    @property
+    def store(self) -> Any:
+        return self.ctx.store
+
+    @property
+    def verifier(self) -> Any:
+        return self.ctx.verifier
+
+    @property
+    def logger(self) -> Any:
+        return self.ctx.logger
+
+    @property
+    def make_sampler(self) -> Any:  # model dir -> (sampler, tokenizer)
+        return self.ctx.make_sampler
 
     # -- bookkeeping -----------------------------------------------------------------------
     def _load_rows(self) -> None:
@@ -105,12 +123,11 @@ class BoundaryTracker:
         with isolated_rng():
             sampler, tok = self.make_sampler(model_dir)
             try:
-                res = probe_model(self.task, sampler, self.verifier, self.store,
-                                  model_fingerprint(model_dir, self.store), self.n, self.gen,
-                                  self.seed if seed is None else seed, tok, name,
-                                  self.bootstrap_iters, self.ci, self.progress,
-                                  meta={"path": model_dir}, adaptive=self.spec.adaptive,
-                                  keep_text=self.spec.keep_text)
+                # The tracker's own n, gen, seed, bootstrap and CI (a caller may change them between probes).
+                spec = replace(self.spec, n=self.n, gen=self.gen, seed=self.seed if seed is None else seed,
+                               bootstrap_iters=self.bootstrap_iters, ci=self.ci)
+                res = probe_model(self.ctx, spec, sampler, model_fingerprint(model_dir, self.store),
+                                  tok, name, meta={"path": model_dir})
                 if kl:
                     self._kl = self._kl_view(sampler, tok)
                 return res

@@ -31,13 +31,10 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
     from boundlab.boundary.alarm import best_boundary_path
     from boundlab.boundary.tracker import build_tracker
     from boundlab.models import resolve_model_path
-    from boundlab.probe.spec import ProbeSpec, load_task, set_threads
-    from boundlab.probe.store import Store
+    from boundlab.probe.context import ProbeContext
+    from boundlab.probe.spec import ProbeSpec, set_threads
     from boundlab.rundir import checkpoints as ck
     from boundlab.rundir.io import read_json
-    from boundlab.sampling.checkpoint import sampler_factory
-    from boundlab.tracking import build_logger
-    from boundlab.verify import build_verifier, verifier_options
 
     run_dir = Path(run_dir)
     cfg_file = run_dir / HYDRA_CONFIG
@@ -52,14 +49,10 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
     set_threads(cfg.sampler.torch_threads)
     _wait_for_run_info(run_dir, poll_s, limit)
     info = read_json(run_dir / RUN_INFO, {}, "the training run's W&B run id")
-    task = load_task(cfg)
-    store = Store(cfg.store.path)
-    verifier = build_verifier(task.verifier, **verifier_options(task.verifier, cfg.verify))
-    logger = build_logger(with_updates(cfg.logger, run_id=info.get("wandb_run_id"), job_type="probe"),
-                          run_dir, to_dict(cfg))
-    try:
-        tracker = build_tracker(run_dir, task, store, verifier, logger,
-                                sampler_factory(cfg.model, cfg.sampler), ProbeSpec.from_config(cfg.probe))
+    with ProbeContext.from_config(cfg) as ctx:
+        ctx.open_logger(with_updates(cfg.logger, run_id=info.get("wandb_run_id"), job_type="probe"),
+                        run_dir, to_dict(cfg))
+        tracker = build_tracker(run_dir, ctx, ProbeSpec.from_config(cfg.probe))
         tracker.probe_base(resolve_model_path(cfg.model))
         start = time.time()
         print(f"[boundlab] watching {run_dir} for checkpoints (every {poll_s:.0f} s)", flush=True)
@@ -83,10 +76,6 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
 
         print("\n".join(summary_lines(tracker.rows)), flush=True)
         return tracker.rows
-    finally:
-        logger.finish()
-        verifier.close()
-        store.close()
 
 
 class NotATrainingRun(UserError, TimeoutError):

@@ -14,15 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from boundlab.config import to_dict
-from boundlab.probe.adaptive import AdaptivePlan
 from boundlab.probe.answer_stats import summary_lines
 from boundlab.probe.compare import ANSWER, STRICT, group_stats, headline_metric, saturation, view
+from boundlab.probe.context import ProbeContext
 from boundlab.probe.curves import write_passk_csv, write_problems_csv
 from boundlab.probe.entropy import summary_line as entropy_line
 from boundlab.probe.estimator import powers_of_two
 from boundlab.probe.runner import (ProbeResult, export_prompts, probe_model, score_samples_file)
-from boundlab.probe.spec import gen_settings, load_task, set_threads  # noqa: F401 - used by report
-from boundlab.probe.store import Store
+from boundlab.probe.spec import ProbeSpec, gen_settings, load_task, set_threads  # noqa: F401 - used by report
 from boundlab.tasks import Task
 from boundlab.tracking.names import PROBE, PROBE_STEP, metric_key, passk_key, tier_prefix
 
@@ -58,33 +57,25 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
         print(f"wrote {len(task)} problems of {task.name} to {out}: {what}")
         return out
 
-    from boundlab.tracking import build_logger
-    from boundlab.verify import build_verifier, verifier_options
-
-    store = Store(cfg.store.path)
-    logger = None
-    verifier = build_verifier(task.verifier, **verifier_options(task.verifier, cfg.verify))
-    if hasattr(verifier, "use_cache_dir"):  # EvalPlus's canonical outputs, next to the store
-        verifier.use_cache_dir(Path(store.path).parent / "evalplus_expected")
-    try:
+    with ProbeContext.from_config(cfg, task=task) as ctx:
         if getattr(cfg, "match_entropy", None) is not None and cfg.match_entropy.of:
             from boundlab.probe.entropy_match import run_match
 
             set_threads(cfg.sampler.torch_threads)
-            return run_match(cfg, task, verifier, store,
-                             lambda: build_logger(cfg.logger, run_dir, to_dict(cfg)), run_dir)
+            return run_match(cfg, ctx, lambda: ctx.open_logger(cfg.logger, run_dir, to_dict(cfg)),
+                             run_dir)
         if cfg.samples:
-            result, task = score_samples_file(task, cfg.samples, verifier, store,
+            result, task = score_samples_file(task, cfg.samples, ctx.verifier, ctx.store,
                                               cfg.probe.bootstrap_iters, cfg.probe.ci,
                                               keep_text=cfg.probe.keep_text)
             model_name = result.model_name
         else:
-            result, model_name = _probe_model(cfg, task, verifier, store)
-        logger = build_logger(cfg.logger, run_dir, to_dict(cfg))
+            result, model_name = probe_configured(ctx, cfg)
+        logger = ctx.open_logger(cfg.logger, run_dir, to_dict(cfg))
         predicted = _predict(result, getattr(cfg.probe, "predict_k", None), cfg.probe.ci)
         write_outputs(result, run_dir, title=f"{model_name} on {task.name}", predicted=predicted)
         log_probe(logger, result, step=0, run_dir=run_dir, task=task, ci=cfg.probe.ci)
-        print_summary(result, store.path, None if cfg.samples else cfg.probe.max_new_tokens, task,
+        print_summary(result, ctx.store.path, None if cfg.samples else cfg.probe.max_new_tokens, task,
                       cfg.probe.ci)
         if predicted is not None:
             print(f"  predicted, not measured (beta-binomial fit over problems, a = {predicted.a:.3f}, "
@@ -92,34 +83,19 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
                       f"pass@{k} {v:.4f} [{lo:.4f}, {hi:.4f}]" for k, v, lo, hi in
                       zip(predicted.ks, predicted.value, predicted.ci_low, predicted.ci_high)))
         return result
-    finally:
-        verifier.close()
-        store.close()
-        if logger is not None:
-            logger.finish()
 
 
-def _probe_model(cfg: Any, task: Task, verifier: Any, store: Store) -> tuple[ProbeResult, str]:
-    from boundlab.models import load_tokenizer, model_fingerprint, resolve_model_path
-    from boundlab.sampling import build_sampler
-
+def probe_configured(ctx: ProbeContext, cfg: Any) -> tuple[ProbeResult, str]:
+    """Probe the configured model (`cfg.model`, sampled by `cfg.sampler`) on `ctx.task` with the
+    `probe` group's settings; scripts/gpu_check.py probes through this too."""
     threads = set_threads(cfg.sampler.torch_threads)
-    resolved = resolve_model_path(cfg.model)
-    tok = load_tokenizer(cfg.model, resolved)
     t0 = time.time()
-    sampler = build_sampler(cfg.model, cfg.sampler, tokenizer=tok)
-    print(f"[boundlab] loaded {cfg.model.name} from {resolved} in {time.time() - t0:.1f} s "
-          f"({threads} torch thread(s))", flush=True)
-    fp = model_fingerprint(resolved, store)
-    try:
-        result = probe_model(task, sampler, verifier, store, fp, cfg.probe.n, gen_settings(cfg.probe),
-                             cfg.probe.seed, tok, cfg.model.name, cfg.probe.bootstrap_iters,
-                             cfg.probe.ci, meta={"path": resolved},
-                             adaptive=AdaptivePlan.from_config(cfg.probe),
-                             keep_text=cfg.probe.keep_text)
-    finally:
-        sampler.close()
-    return result, cfg.model.name
+    with ctx.open_model(cfg.model) as model:
+        print(f"[boundlab] loaded {model.name} from {model.path} in {time.time() - t0:.1f} s "
+              f"({threads} torch thread(s))", flush=True)
+        result = probe_model(ctx, ProbeSpec.from_config(cfg.probe), model.sampler, model.fingerprint,
+                             model.tokenizer, model.name, meta={"path": model.path})
+    return result, model.name
 
 
 def _predict(result: ProbeResult, predict_k: int | None, ci: float) -> Any:

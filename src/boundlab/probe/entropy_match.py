@@ -166,15 +166,18 @@ def _summary(res: ProbeResult, temperature: float) -> dict[str, Any]:
             "solvable": int((c > 0).sum())}
 
 
-def run_match(cfg: Any, task: Task, verifier: Any, store: Any, logger_factory: Callable[[], Any],
+def run_match(cfg: Any, ctx: Any, logger_factory: Callable[[], Any],
               run_dir: Path) -> dict[str, Any]:
-    """The whole control (module docstring); returns what entropy_match.json holds."""
+    """The whole control (module docstring) on `ctx`'s task, store and verifier (a
+    boundlab.probe.context.ProbeContext); returns what entropy_match.json holds."""
+    from dataclasses import replace
+
     from omegaconf import OmegaConf
 
-    from boundlab.models import load_tokenizer, model_fingerprint, resolve_model_path
     from boundlab.probe.runner import probe_model
-    from boundlab.probe.spec import gen_settings
-    from boundlab.sampling import build_sampler
+    from boundlab.probe.spec import ProbeSpec
+
+    task, verifier, store = ctx.task, ctx.verifier, ctx.store
 
     m = cfg.match_entropy
     match_on = str(getattr(m, "tokens", "all"))
@@ -188,21 +191,21 @@ def run_match(cfg: Any, task: Task, verifier: Any, store: Any, logger_factory: C
     base_cfg = OmegaConf.merge(cfg.model, {"path": str(m.of), "gguf_package": None,
                                            "name": f"{cfg.model.name}-entropy-base"})
     sub = spread(task, int(m.problems))
-    gen0 = gen_settings(cfg.probe)
+    # The probe group's settings, fixed-n (the control never probes adaptively), at each temperature.
+    spec0 = replace(ProbeSpec.from_config(cfg.probe), adaptive=None)
+    gen0 = spec0.gen
     started = time.time()
 
     def open_model(model_cfg: Any) -> tuple[Any, Any, str]:
-        resolved = resolve_model_path(model_cfg)
-        tok = load_tokenizer(model_cfg, resolved)
-        return build_sampler(model_cfg, cfg.sampler, tokenizer=tok), tok, model_fingerprint(resolved, store)
+        model = ctx.open_model(model_cfg)
+        return model.sampler, model.tokenizer, model.fingerprint
 
     def probe(sampler: Any, tok: Any, fp: str, name: str, on: Task, n: int, t: float,
               keep_text: str | None = None) -> ProbeResult:
         gen = type(gen0)(temperature=t, top_p=gen0.top_p, max_new_tokens=gen0.max_new_tokens,
                          stop=gen0.stop)
-        return probe_model(on, sampler, verifier, store, fp, n, gen, cfg.probe.seed, tok,
-                           f"{name} T={t:g}", cfg.probe.bootstrap_iters, cfg.probe.ci,
-                           keep_text=keep_text or cfg.probe.keep_text)
+        spec = replace(spec0, n=n, gen=gen, keep_text=keep_text or spec0.keep_text)
+        return probe_model(ctx.with_task(on), spec, sampler, fp, tok, f"{name} T={t:g}")
 
     # The search subsample's probes keep every text when the decision-token entropy (which scores
     # the texts again) is matched.

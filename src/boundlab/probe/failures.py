@@ -86,9 +86,9 @@ def classify_verdict(correct: bool, strict: bool | None, info: Mapping[str, Any]
 def classify(problem: Any, completion: str) -> str:
     """The failure label of `completion` (with or without its prompt) for a toy2 problem, judged
     by the registered `toy2` verifier (the probe layer never imports a world)."""
-    from boundlab.verify import build_verifier
+    from boundlab.probe.context import open_verifier
 
-    v = build_verifier("toy2").score(problem, [completion])[0]
+    v = open_verifier("toy2").score(problem, [completion])[0]
     return classify_verdict(v.correct, v.strict, v.info)
 
 

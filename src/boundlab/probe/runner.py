@@ -21,8 +21,10 @@ from tqdm.auto import tqdm
 
 from boundlab.probe import adaptive as A
 from boundlab.probe.answer_stats import AnswerStats, answer_stats
+from boundlab.probe.context import ProbeContext
 from boundlab.probe.curves import Curve, compute_curve, curve_from_matrix
 from boundlab.probe.entropy import EntropyStats, probe_entropy
+from boundlab.probe.spec import ProbeSpec
 from boundlab.probe.store import SampleRow, Store, probe_key
 from boundlab.probe.verdicts import before_sampling, probe_settings, with_timeout_note
 from boundlab.sampling.base import Completion, GenSettings, Sampler
@@ -261,15 +263,14 @@ def _adaptive_result(store: Store, key: str, task: Task, plan: A.AdaptivePlan,
                        entropy_values=ent_values if ent is not None else None)
 
 
-def probe_model(task: Task, sampler: Sampler, verifier: Verifier, store: Store, model_fp: str,
-                n: int, gen: GenSettings, seed: int = 0, tokenizer: Any = None,
-                model_name: str = "", bootstrap_iters: int = 1000, ci: float = 0.95,
-                progress: bool = True, meta: dict | None = None,
-                adaptive: A.AdaptivePlan | None = None, keep_text: str = "all") -> ProbeResult:
-    """Probe one model on one task: resume or extend what the store holds, then compute curves.
-    With `adaptive` (n must be its cap), sample in rounds (boundlab.probe.adaptive).
-    `keep_text` (probe.keep_text, boundlab.probe.store) is not part of the key: it changes which
-    texts are stored, never a verdict, count or pass@k."""
+def probe_model(ctx: ProbeContext, spec: ProbeSpec, sampler: Sampler, model_fp: str,
+                tokenizer: Any = None, model_name: str = "", meta: dict | None = None) -> ProbeResult:
+    """Probe one model on `ctx.task` as `spec` says: resume or extend what `ctx.store` holds, judge
+    with `ctx.verifier`, then compute curves. With `spec.adaptive` (n must be its cap), sample in
+    rounds (boundlab.probe.adaptive). `spec.keep_text` (probe.keep_text, boundlab.probe.store) is
+    not part of the key: it changes which texts are stored, never a verdict, count or pass@k."""
+    task, verifier, store = ctx.task, ctx.verifier, ctx.store
+    n, gen, seed, adaptive = spec.n, spec.gen, spec.seed, spec.adaptive
     style = "chat" if (task.chat and tokenizer is not None and getattr(tokenizer, "chat_template", None)) else "raw"
     settings = probe_settings(sampling_settings(gen, seed, style), verifier)
     engine = getattr(sampler, "key_engine", lambda _: None)(gen)
@@ -289,13 +290,13 @@ def probe_model(task: Task, sampler: Sampler, verifier: Verifier, store: Store, 
     desc = f"probe {model_name or 'model'} on {task.name}"
     if adaptive is None:
         new = sample_into_store(task, sampler, verifier, store, key, n, gen, seed, tokenizer,
-                                progress, desc=desc, keep_text=keep_text)
+                                ctx.progress, desc=desc, keep_text=spec.keep_text)
     else:
         new = sample_adaptive(task, sampler, verifier, store, key, adaptive, gen, seed, tokenizer,
-                              progress, desc=desc, keep_text=keep_text)
-    return with_timeout_note(result_from_store(store, key, task, n, bootstrap_iters, ci, model_name,
-                                               time.time() - t0, new, adaptive), store, task,
-                             verifier, most)
+                              ctx.progress, desc=desc, keep_text=spec.keep_text)
+    return with_timeout_note(result_from_store(store, key, task, n, spec.bootstrap_iters, spec.ci,
+                                               model_name, time.time() - t0, new, adaptive), store,
+                             task, verifier, most)
 
 
 # -- external samples ---------------------------------------------------------------------------

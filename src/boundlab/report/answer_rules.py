@@ -52,9 +52,9 @@ def rescore(store: Store, key: str, task: Any, ids: Sequence[str], n_max: int | 
 def answer_rule_rows(store: Store, probes: Sequence[tuple[str, str]], task: Any,
                      ids: Sequence[str], n_max: int | None, workers: int = 2) -> list[list[Any]]:
     """Rows (model, rule, n, pass@1, pass@n, box share, truncated share) for (label, key) probes."""
-    from boundlab.verify import build_verifier
+    from boundlab.probe.context import open_verifier
 
-    verifiers = {rule: build_verifier("math", workers=workers, extraction=rule) for rule in MODES}
+    verifiers = {rule: open_verifier("math", workers=workers, extraction=rule) for rule in MODES}
     try:
         rows = []
         for label, key in probes:

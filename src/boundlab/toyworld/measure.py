@@ -80,7 +80,7 @@ def measure(model_dir: Path, n: int = 64, split: str = "test", limit: int | None
     import boundlab.toyworld.task  # noqa: F401 - registers toy_arith (run as a script, no builtins)
     import boundlab.toyworld.verifier  # noqa: F401 - registers the toy verifier
     from boundlab.tasks import build_task
-    from boundlab.verify import build_verifier
+    from boundlab.probe.context import open_verifier
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
@@ -89,7 +89,7 @@ def measure(model_dir: Path, n: int = 64, split: str = "test", limit: int | None
     t0 = time.time()
     completions = sample(model, tokenizer, prompts, n, rows_per_batch=rows_per_batch, seed=seed)
     secs = time.time() - t0
-    verifier = build_verifier(task.verifier)
+    verifier = open_verifier(task.verifier)
     verdicts = [verifier.score(p, cs) for p, cs in zip(task.problems, completions)]
     res = {"model": _shown(model_dir), "split": split, "temperature": 1.0, "top_p": 1.0,
            "seed": seed, "sampling_seconds": round(secs, 1)}

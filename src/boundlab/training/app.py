@@ -42,17 +42,14 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.models import load_model, load_tokenizer, resolve_model_path
     from boundlab.boundary.callback import ProbeCallback
     from boundlab.boundary.tracker import build_tracker
+    from boundlab.probe.context import ProbeContext
     from boundlab.probe.spec import ProbeSpec, load_task, set_threads
-    from boundlab.probe.store import Store
     from boundlab.rundir.io import atomic_write_json
     from boundlab.tasks import build_task
-    from boundlab.tracking import build_logger
     from boundlab.tracking.relog import relog_lost_train_metrics
     from boundlab.rundir import checkpoints as ck
-    from boundlab.sampling.checkpoint import sampler_factory
     from boundlab.training.init_from import check_required, resolve_init
     from boundlab.training.rewards import check_strict, make_reward_fn
-    from boundlab.verify import build_verifier, verifier_options
 
     from boundlab.algos import check as check_algo
     from boundlab.errors import no_space_left
@@ -88,24 +85,25 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     check_context(cfg.model.name, base_dir, context_tok, probe_task,
                   {"probe.max_new_tokens": cfg.probe.max_new_tokens,
                    "algo.max_completion_length": cfg.algo.max_completion_length})
-    store = Store(cfg.store.path)
-    verifier = build_verifier(probe_task.verifier, **verifier_options(probe_task.verifier, cfg.verify))
-    reward_cfg = cfg.get("reward") if hasattr(cfg, "get") else getattr(cfg, "reward", None)
-    strict_reward = bool(reward_cfg and reward_cfg.strict)
-    shuffle_seed = cfg.train.seed if reward_cfg and reward_cfg.shuffle_within_group else None
-    if strict_reward:
-        check_strict(train_task, verifier)
-    info = _load_run_info(run_dir)
-    logger_cfg = _with(cfg.logger, run_id=cfg.logger.run_id or info.get("wandb_run_id"),
-                       job_type=cfg.logger.job_type or cfg.algo.name)
-    logger = build_logger(logger_cfg, run_dir, to_dict(cfg))
+    # The probe's task, store, verifier (also the reward's), logger and samplers: one context,
+    # closed in the finally below.
+    ctx = ProbeContext.from_config(cfg, task=probe_task)
+    store, verifier = ctx.store, ctx.verifier
     try:
+        reward_cfg = cfg.get("reward") if hasattr(cfg, "get") else getattr(cfg, "reward", None)
+        strict_reward = bool(reward_cfg and reward_cfg.strict)
+        shuffle_seed = cfg.train.seed if reward_cfg and reward_cfg.shuffle_within_group else None
+        if strict_reward:
+            check_strict(train_task, verifier)
+        info = _load_run_info(run_dir)
+        logger_cfg = _with(cfg.logger, run_id=cfg.logger.run_id or info.get("wandb_run_id"),
+                           job_type=cfg.logger.job_type or cfg.algo.name)
+        logger = ctx.open_logger(logger_cfg, run_dir, to_dict(cfg))
         info.update(wandb_run_id=logger.run_id, started=info.get("started", time.time()),
                     algo=cfg.algo.name, model=cfg.model.name, task=probe_task.name, seed=cfg.train.seed)
         atomic_write_json(run_dir / RUN_INFO, info)
 
-        tracker = build_tracker(run_dir, probe_task, store, verifier, logger,
-                                sampler_factory(cfg.model, cfg.sampler), ProbeSpec.from_config(cfg.probe))
+        tracker = build_tracker(run_dir, ctx, ProbeSpec.from_config(cfg.probe))
         print(f"[boundlab] run dir {run_dir}; {threads} torch thread(s); "
               f"probing {len(probe_task)} problems x n={cfg.probe.n} per checkpoint", flush=True)
         if resuming and logger.mode == "offline":
@@ -184,9 +182,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
             _report_probe_share(logger, tracker.seconds_this_process, time.time() - t_start)
         return {"run_dir": str(run_dir), "rows": tracker.rows}
     finally:
-        logger.finish()
-        verifier.close()
-        store.close()
+        ctx.close()
         _destroy_process_group()
 
 
