@@ -106,3 +106,48 @@ def test_defaults_are_off():
     cfg = _start_up_checks("debug=smoke")
     assert cfg.reward.outcome_bonus.ucb_coef == 0 and cfg.reward.outcome_bonus.repeat_penalty == 0
     assert cfg.data.gate == "none" and cfg.train.generation_chunk is None
+
+
+def _gate(tmp_path, gate, resume_from=None):
+    from boundlab.training.gate import Gate
+    from test_smoke_combos import _start_up_checks
+
+    cfg = _start_up_checks("debug=smoke", f"data.gate={gate}")
+    rows = [{"prompt": f"Q{p}", "problem_id": p} for p in ORDER]
+    return Gate(cfg, rows, score=None, run_dir=tmp_path, resume_from=resume_from)
+
+
+def test_an_empty_gate_trains_on_the_whole_split_and_says_so(tmp_path, capsys):
+    import json
+
+    g = _gate(tmp_path, "zero_success")
+    g.probe = lambda step: {k: (4, 1) for k in ORDER}  # every problem solved once
+    g.decide(2)
+    assert g.active is None
+    assert g.remap({"prompt": ["Qb"], "problem_id": ["b"]}) == {"prompt": ["Qb"], "problem_id": ["b"]}
+    out = capsys.readouterr().out
+    assert "no training problem qualifies at step 2; training on the whole split" in out
+    row = json.loads((tmp_path / "data_gate.jsonl").read_text())
+    assert row["fallback_whole_split"] and row["size"] == 5 and row["active"] is None
+
+
+def test_the_gate_remaps_both_batch_shapes(tmp_path):
+    g = _gate(tmp_path, "zero_success")
+    g.probe = lambda step: RESULTS
+    g.decide(0)
+    assert g.active == ["a", "d"]
+    assert g.remap({"prompt": ["Qb", "Qd"], "problem_id": ["b", "d"]}) == {"prompt": ["Qa", "Qd"],
+                                                                           "problem_id": ["a", "d"]}
+    assert g.remap([{"prompt": "Qc", "problem_id": "c"}]) == [{"prompt": "Qd", "problem_id": "d"}]
+
+
+def test_a_resumed_gate_reads_its_checkpoint_and_refuses_a_missing_one(tmp_path):
+    from boundlab.rundir.io import atomic_write_json
+
+    ck = tmp_path / "checkpoint-2"
+    ck.mkdir()
+    with pytest.raises(ConfigError, match="data_gate.json is missing"):
+        _gate(tmp_path, "zero_success", resume_from=ck)
+    atomic_write_json(ck / "data_gate.json", {"step": 2, "gate": "zero_success", "active": ["e"]})
+    g = _gate(tmp_path, "zero_success", resume_from=ck)
+    assert g.active == ["e"] and g.restored
