@@ -90,7 +90,8 @@ def test_remap_keeps_gated_rows_and_spreads_the_rest():
     (["data.gate=hardest"], "must be one of"),
     (["data.gate=low_likelihood", "data.gate_fraction=0"], "(0, 1]"),
     (["data.gate=zero_success", "data.gate_samples=0"], ">= 1"),
-    (["train.generation_chunk=0"], ">= 1"),
+    (["train.generation_chunk=0", "algo=grpo_onpolicy"], ">= 1"),
+    (["train.generation_chunk=64"], "algo=grpo with rollout=hf samples each batch in one engine call"),
 ])
 def test_refusals_are_one_line(over, needle):
     from test_smoke_combos import _start_up_checks

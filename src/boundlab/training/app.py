@@ -207,13 +207,20 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
 
 
 def check_extras(cfg: Any) -> None:
-    """reward.outcome_bonus and data.gate: the settings they refuse, one line each."""
+    """reward.outcome_bonus, data.gate and train.generation_chunk: what they refuse, one line each."""
     from boundlab.algos import get
+    from boundlab.config import ConfigError
     from boundlab.training.gate import check_gate
     from boundlab.training.outcome import check_outcome
 
-    check_outcome(cfg, get(cfg.algo.name).family)
+    family = get(cfg.algo.name).family
+    check_outcome(cfg, family)
     check_gate(cfg)
+    chunk = getattr(getattr(cfg, "train", None), "generation_chunk", None)
+    if chunk is not None and (family != "onpolicy" or cfg.rollout.name != "hf"):
+        raise ConfigError(f"train.generation_chunk={chunk}: chunks our trainer's generate calls (rollout=hf, e.g. "
+                          f"algo=grpo_onpolicy); algo={cfg.algo.name} with rollout={cfg.rollout.name} samples "
+                          f"each batch in one engine call")
 
 
 def _outcome_bonus(cfg: Any):
