@@ -118,3 +118,18 @@ def test_a_resume_without_the_saved_counts_is_one_line(grpo_run, work, env):
     assert p.returncode != 0
     assert "outcome_counts.json is missing" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_dapo_refills_draw_gated_problems_too(tmp_path):
+    from onpolicy_build import build_trainer, train_cfg  # tests/integration, shared
+
+    from boundlab.training.gate import Gate
+
+    cfg = train_cfg("algo=dapo", "debug=smoke", "data.gate=zero_success")
+    t = build_trainer(cfg, tmp_path)
+    gate = Gate(cfg, t.train_dataset.to_list(), score=None, run_dir=tmp_path)
+    gate.bind(t)
+    assert t._draw_prompts(3)[1]["problem_id"] != ["p3"] * 3  # no gate yet: the refill stream as it was
+    gate.active = ["p3"]
+    prompts, extras = t._draw_prompts(6)
+    assert extras["problem_id"] == ["p3"] * 6 and prompts == ["Q:3-3*4;"] * 6

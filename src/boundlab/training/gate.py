@@ -20,7 +20,7 @@ An empty gated set trains on the whole split, said in one line.
 How a step draws from the gated set: the data loaders are left as they are (one permutation of the
 whole split per epoch); the built trainer's `training_step` (HF's public per-step method) is wrapped
 so that the rows of each step are remapped when the step consumes them, not when a data loader
-prefetches them: a gated problem keeps its rows, and the k-th (in split order) problem outside the
+prefetches them (DAPO's refill prompts on our trainer likewise): a gated problem keeps its rows, and the k-th (in split order) problem outside the
 gate becomes the (k mod |gate|)-th gated problem, so each gated problem gets about M / |gate| draws
 per epoch. Since the remap reads the gate at the step that trains on it, and the gate is saved with
 each checkpoint (`checkpoint-N/data_gate.json`, written before the checkpoint is marked complete), a
@@ -120,6 +120,8 @@ class Gate(TrainerCallback):
             return inner(model, self.remap(inputs), *args, **kwargs)
 
         trainer.training_step = training_step
+        if hasattr(trainer, "refill_map"):  # our trainer's DAPO refills draw prompts themselves
+            trainer.refill_map = self.remap
 
     def remap(self, inputs: Any) -> Any:
         """A batch with each row moved to its gated problem: TRL's list of row dicts, or our

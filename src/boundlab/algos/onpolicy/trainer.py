@@ -59,6 +59,9 @@ class OnPolicyTrainer(Trainer):
         self._denom: dict[str, Tensor] = {}
         self._micro = 0
         self._refill_iter: Optional[Iterator[int]] = None
+        # Applied to each batch of refill prompts (a dict of columns); data.gate sets it so DAPO's
+        # refills draw gated problems too (boundlab.training.gate).
+        self.refill_map: Optional[Callable[[dict[str, list[Any]]], dict[str, list[Any]]]] = None
         # rollout=vllm_*: TRL's VLLMGeneration samples the rounds (the policy's weights pushed to it).
         self._vllm = None
         if settings.vllm is not None:
@@ -370,6 +373,8 @@ class OnPolicyTrainer(Trainer):
             self._refill_iter = self._refill_order()
         rows = [self.train_dataset[next(self._refill_iter)] for _ in range(n)]
         batch = _collate(rows)
+        if self.refill_map is not None:
+            batch = self.refill_map(batch)
         return list(batch.pop("prompt")), batch
 
     def _refill_order(self) -> Iterator[int]:
