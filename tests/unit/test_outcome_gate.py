@@ -107,6 +107,9 @@ def test_defaults_are_off():
     cfg = _start_up_checks("debug=smoke")
     assert cfg.reward.outcome_bonus.ucb_coef == 0 and cfg.reward.outcome_bonus.repeat_penalty == 0
     assert cfg.data.gate == "none" and cfg.train.generation_chunk is None
+    from boundlab.training.app import _outcome_bonus
+
+    assert _outcome_bonus(cfg) is None  # train.py hands the trainer the task reward alone, as before
 
 
 def _gate(tmp_path, gate, resume_from=None):
