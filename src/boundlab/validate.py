@@ -207,6 +207,8 @@ def validate_train_loop(t: Any, prefix: str = "train") -> None:
         _at_least(t, prefix, "save_total_limit", 1, " (or null to keep every checkpoint)")
     _one_of(t, prefix, "probe_mode", ("inline", "detached"))
     _limit(t, prefix, "train_limit")
+    if t.get("generation_chunk") is not None:
+        _at_least(t, prefix, "generation_chunk", 1, " (completions per generate call), or null for no chunking")
 
 
 def _validate_policy_gradient(g: Any, prefix: str) -> None:
@@ -342,3 +344,6 @@ def validate(cfg: Any) -> None:
         from boundlab.algos import check as check_algo
 
         check_algo(cfg)  # combinations one algorithm cannot honour (rollouts=1 with groups, ...)
+        from boundlab.training.app import check_extras
+
+        check_extras(cfg)  # reward.outcome_bonus, data.gate

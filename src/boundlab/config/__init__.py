@@ -18,8 +18,8 @@ from boundlab.config.probing import (MOVED_KEYS, CodeVerifyConfig, HFSamplerConf
                                      ProbeSettings, ProbingMain, SamplerConfig, StoreConfig,
                                      TaskConfig, VLLMSamplerConfig, VerifyConfig,
                                      lift_flat_option_keys)  # noqa: F401 - re-exported
-from boundlab.config.training import (AlgoConfig, BackendConfig, CriticConfig, DistillConfig,
-                                      GRPOFamilyConfig, KLConfig, OnPolicyConfig, PeftConfig,
+from boundlab.config.training import (AlgoConfig, BackendConfig, CriticConfig, DataConfig, DistillConfig,
+                                      GRPOFamilyConfig, KLConfig, OnPolicyConfig, OutcomeBonusConfig, PeftConfig,
                                       PolicyGradientConfig, RewardConfig, RolloutConfig, ShapingConfig,
                                       TrainLoop, TrainMain,
                                       lift_flat_algo_keys)  # noqa: F401 - re-exported

@@ -240,6 +240,18 @@ class PeftConfig:
 
 
 @dataclass
+class OutcomeBonusConfig:
+    """`reward.outcome_bonus`: outcome-based exploration (Song et al. 2025, arXiv 2509.06941;
+    boundlab.training.outcome). Both 0 = off (the default: rewards unchanged)."""
+    # Historical (UCB) bonus: a completion whose final answer `a` to problem `x` was seen N(x, a) times
+    # in earlier reward calls gets ucb_coef / sqrt(1 + N(x, a)); the counts are saved with checkpoints.
+    ucb_coef: float = 0.0
+    # Batch penalty: a completion whose answer m of the G completions of its group share gets
+    # - repeat_penalty * (m - 1) / (G - 1).
+    repeat_penalty: float = 0.0
+
+
+@dataclass
 class RewardConfig:
     """`reward`: what the training reward pays for (boundlab.training.rewards). The defaults are the
     probe's own pass: 1 for a right answer."""
@@ -250,6 +262,22 @@ class RewardConfig:
     # batch) permuted at random, seeded by train.seed and the group's completions, so the reward
     # carries no information about which completion is right while every update keeps its size.
     shuffle_within_group: bool = False
+    # Exploration bonuses on the final answer (UCB over answers seen so far, a penalty for answers
+    # repeated within a group); 0 = off.
+    outcome_bonus: OutcomeBonusConfig = field(default_factory=OutcomeBonusConfig)
+
+
+@dataclass
+class DataConfig:
+    """`data`: which training problems each step draws from (boundlab.training.gate)."""
+    # none (the whole split), zero_success (problems with no success in the last gate probe) or
+    # low_likelihood (the gate_fraction of problems with the lowest success rate in that probe). The
+    # gate probe samples the training split with the policy at the start and at every save.
+    gate: str = "none"
+    # Completions per training problem in each gate probe.
+    gate_samples: int = 8
+    # low_likelihood: the share of the training problems kept, in (0, 1].
+    gate_fraction: float = 0.5
 
 
 @dataclass
@@ -283,6 +311,9 @@ class TrainLoop:
     # Start training from these weights instead of the base's: a checkpoint folder or a run dir (its
     # latest complete checkpoint); probes still compare with the base (boundlab.training.init_from).
     init_from: Optional[str] = None
+    # Most completions sampled in one generate call (own trainer; null = a whole micro-step's rollouts
+    # at once): bounds generation memory at large algo.rollouts (256 per prompt on the toy world).
+    generation_chunk: Optional[int] = None
 
 
 @dataclass
@@ -293,6 +324,8 @@ class TrainMain(ProbingMain):
     kl: KLConfig = field(default_factory=KLConfig)
     # What the training reward pays for: answer-only (default), strict, or shuffled (a control).
     reward: RewardConfig = field(default_factory=RewardConfig)
+    # Which training problems the steps draw from (none, or a gate on the policy's own probe).
+    data: DataConfig = field(default_factory=DataConfig)
     # The teacher for distillation (sft_distill, onpolicy_distill); unused by RL algorithms.
     teacher: ModelConfig = field(default_factory=ModelConfig)
     # Where and how training runs (cpu, gpu, zero2, zero3).

@@ -55,6 +55,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.errors import no_space_left
 
     check_algo(cfg)  # an impossible combination fails here, before any model work
+    check_extras(cfg)
     from boundlab.training.console import quiet_libraries
 
     quiet_libraries()
@@ -145,10 +146,23 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         dataset = _dataset(train_task, tok, processing if cfg.model.vision else None)
         peft_config = _peft(cfg)
         report_to = ["wandb"] if logger.mode != "disabled" and logger.run_id else []
+        bonus = _outcome_bonus(cfg)
         reward = make_reward_fn(train_task, verifier, cfg.algo.max_completion_length, tok.eos_token_id,
-                                strict=strict_reward, shuffle_seed=shuffle_seed)
+                                strict=strict_reward, shuffle_seed=shuffle_seed,
+                                observe=bonus.observe if bonus is not None else None)
+        rewards = [reward] if bonus is None else [reward, bonus]
         callbacks: list = [ProbeCallback(tracker, cfg.train.probe_mode, cfg.train.save_total_limit,
                                          cfg.train.stop_on_shrink)]
+        gate = None
+        if getattr(getattr(cfg, "data", None), "gate", "none") != "none":
+            from boundlab.training.gate import Gate
+
+            score = make_reward_fn(train_task, verifier, cfg.algo.max_completion_length, tok.eos_token_id,
+                                   strict=strict_reward)
+            gate = Gate(cfg, dataset.to_list(), score, run_dir, logger, resume_from)
+            callbacks.insert(0, gate)  # before the probe callback: its file is in the checkpoint when marked
+        if bonus is not None:
+            callbacks.insert(0, bonus.callback(resume_from))  # likewise
         reset = None
         if cfg.train.ref_reset_every:
             from boundlab.algos.resets import ReferenceReset
@@ -156,10 +170,12 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
             reset = ReferenceReset(cfg.train.ref_reset_every, resume_from)
             callbacks.insert(0, reset)  # before the probe callback, so a saved reference is complete
         trainer = build_trainer(BuildInputs(
-            cfg, model, processing, dataset, [reward], callbacks, str(ckpt_dir),
+            cfg, model, processing, dataset, rewards, callbacks, str(ckpt_dir),
             report_to, peft_config, BuildContext(train_task, verifier, store, run_dir)))
         if reset is not None:
             reset.bind(trainer)
+        if gate is not None:
+            gate.bind(trainer)
         from boundlab.training.console import condense
 
         condense(trainer)  # one line per logging step, not TRL's metric dict
@@ -184,6 +200,32 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     finally:
         ctx.close()
         _destroy_process_group()
+
+
+def check_extras(cfg: Any) -> None:
+    """reward.outcome_bonus, data.gate and train.generation_chunk: what they refuse, one line each."""
+    from boundlab.algos import get
+    from boundlab.config import ConfigError
+    from boundlab.training.gate import check_gate
+    from boundlab.training.outcome import check_outcome
+
+    family = get(cfg.algo.name).family
+    check_outcome(cfg, family)
+    check_gate(cfg)
+    chunk = getattr(getattr(cfg, "train", None), "generation_chunk", None)
+    if chunk is not None and (family != "onpolicy" or cfg.rollout.name != "hf"):
+        raise ConfigError(f"train.generation_chunk={chunk}: chunks our trainer's generate calls (rollout=hf, e.g. "
+                          f"algo=grpo_onpolicy); algo={cfg.algo.name} with rollout={cfg.rollout.name} samples "
+                          f"each batch in one engine call")
+
+
+def _outcome_bonus(cfg: Any):
+    from boundlab.training.outcome import OutcomeBonus, enabled
+
+    if not enabled(cfg):
+        return None
+    ob = cfg.reward.outcome_bonus
+    return OutcomeBonus(ob.ucb_coef, ob.repeat_penalty)
 
 
 def _relog_lost_probes(tracker: Any, run_dir: Path, run_id: str) -> None:

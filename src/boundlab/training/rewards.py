@@ -63,9 +63,11 @@ def check_strict(task: Task, verifier: Verifier) -> None:
 
 def make_reward_fn(task: Task, verifier: Verifier, max_completion_length: int | None = None,
                    eos_token_id: int | None = None, *, strict: bool = False,
-                   shuffle_seed: int | None = None) -> Callable[..., list[float]]:
+                   shuffle_seed: int | None = None,
+                   observe: Callable[[Any, list[str | None]], None] | None = None) -> Callable[..., list[float]]:
     """`strict`: 1 only for a right answer with a strict (canonical-trace) verdict.
-    `shuffle_seed`: not None = permute the rewards within each group (`shuffle_within_groups`)."""
+    `shuffle_seed`: not None = permute the rewards within each group (`shuffle_within_groups`).
+    `observe`: called with each call's `completions` and their extracted answers (the outcome bonus)."""
     reads_cut_off = bool(getattr(verifier, "reads_cut_off", False))
 
     def reward(prompts: list[Any], completions: list[Any], problem_id: list[str],
@@ -83,14 +85,18 @@ def make_reward_fn(task: Task, verifier: Verifier, max_completion_length: int | 
         else:
             verdicts = verifier.score_many(items)
         out = [0.0] * len(texts)
+        answers: list[str | None] = [None] * len(texts)
         for (pid, idx), vs in zip(order.items(), verdicts):
             for i, v in zip(idx, vs):
+                answers[i] = v.extracted
                 if strict and v.strict is None:
                     raise ValueError(f"reward.strict=true: the {task.verifier} verifier does not check "
                                      f"traces (no strict verdict); use it on a toy world")
                 out[i] = 1.0 if v.correct and (v.strict or not strict) else 0.0
         if shuffle_seed is not None:
             out = shuffle_within_groups(out, list(problem_id), texts, shuffle_seed)
+        if observe is not None:
+            observe(completions, answers)
         return out
 
     reward.__name__ = (f"{task.verifier}_{'strict' if strict else 'correct'}"

@@ -87,6 +87,8 @@ class OnPolicySettings:
     unlikeliness: float = 0.0
     # rollout=vllm_*: TRL VLLMGeneration's arguments (boundlab.algos.rollout); None = generate.
     vllm: Optional[dict] = None
+    # train.generation_chunk: most completions per generate call (None = a micro-step's at once).
+    generation_chunk: Optional[int] = None
 
 
     def at_step(self, step: int, max_steps: int) -> "OnPolicySettings":
@@ -208,4 +210,14 @@ def settings_from_cfg(name: str, cfg: Any) -> OnPolicySettings:
         passk_k_final=None if o.passk_k_final is None else int(o.passk_k_final), positive_weight=float(o.positive_weight),
         entropy_coef=float(a.entropy_coef), unlikeliness=beta,
         vllm=vllm_generation_args(cfg) if uses_vllm(cfg) else None,
+        generation_chunk=_generation_chunk(cfg),
     )
+
+
+def _generation_chunk(cfg: Any) -> Optional[int]:
+    train = cfg.get("train") if hasattr(cfg, "get") else getattr(cfg, "train", None)
+    chunk = getattr(train, "generation_chunk", None) if train is not None else None
+    if chunk is not None and int(chunk) < 1:
+        raise ConfigError(f"train.generation_chunk={chunk}: must be >= 1 (completions per generate call), "
+                          f"or null for no chunking")
+    return None if chunk is None else int(chunk)

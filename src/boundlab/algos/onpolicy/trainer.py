@@ -59,6 +59,9 @@ class OnPolicyTrainer(Trainer):
         self._denom: dict[str, Tensor] = {}
         self._micro = 0
         self._refill_iter: Optional[Iterator[int]] = None
+        # Applied to each batch of refill prompts (a dict of columns); data.gate sets it so DAPO's
+        # refills draw gated problems too (boundlab.training.gate).
+        self.refill_map: Optional[Callable[[dict[str, list[Any]]], dict[str, list[Any]]]] = None
         # rollout=vllm_*: TRL's VLLMGeneration samples the rounds (the policy's weights pushed to it).
         self._vllm = None
         if settings.vllm is not None:
@@ -245,15 +248,27 @@ class OnPolicyTrainer(Trainer):
                           add_special_tokens=False).to(self.accelerator.device)
                 ids = enc["input_ids"].repeat_interleave(s.rollouts, 0)
                 mask = enc["attention_mask"].repeat_interleave(s.rollouts, 0)
-                out = policy.generate(input_ids=ids, attention_mask=mask,
-                                      generation_config=self._sample_config)
+                completions = self._sample(policy, ids, mask)
                 greedy = None
                 if s.greedy_baseline:
                     greedy = policy.generate(**enc, generation_config=self._greedy_config)
                 part_extras = {k: v[start:start + step] for k, v in extras.items()}
-                parts.append(self._score(chunk, part_extras, ids, mask, out[:, ids.size(1):],
+                parts.append(self._score(chunk, part_extras, ids, mask, completions,
                                          None if greedy is None else greedy[:, enc["input_ids"].size(1):]))
         return Rollouts.cat(parts, self._pad_id)
+
+    def _sample(self, policy: nn.Module, ids: Tensor, mask: Tensor) -> Tensor:
+        """The sampled completions of these prompt rows, `train.generation_chunk` rows per generate
+        call at most (right-padded to one width): generation memory is bounded by the chunk, not by
+        the rollouts of a micro-step. One call draws other samples than several from the same seed
+        (the random stream is consumed per batch), so chunking changes which samples, not their law."""
+        n = ids.size(0)
+        step = self.s.generation_chunk or n
+        outs = [policy.generate(input_ids=ids[i:i + step], attention_mask=mask[i:i + step],
+                                generation_config=self._sample_config)[:, ids.size(1):]
+                for i in range(0, n, step)]
+        width = max(o.size(1) for o in outs)
+        return torch.cat([torch.nn.functional.pad(o, (0, width - o.size(1)), value=self._pad_id) for o in outs])
 
     def _generate_vllm(self, prompts: list[str], extras: dict[str, list[Any]]) -> Rollouts:
         """The same round through vLLM: every prompt of the round in one engine call, the prompts
@@ -358,6 +373,8 @@ class OnPolicyTrainer(Trainer):
             self._refill_iter = self._refill_order()
         rows = [self.train_dataset[next(self._refill_iter)] for _ in range(n)]
         batch = _collate(rows)
+        if self.refill_map is not None:
+            batch = self.refill_map(batch)
         return list(batch.pop("prompt")), batch
 
     def _refill_order(self) -> Iterator[int]:
