@@ -58,6 +58,7 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
     logger = build_logger(with_updates(cfg.logger, run_id=info.get("wandb_run_id"), job_type="probe"),
                           run_dir, to_dict(cfg))
     try:
+        logger.open_segment("probe")  # the rows it logs count as held when the trainer resumes
         tracker = build_tracker(run_dir, task, store, verifier, logger,
                                 sampler_factory(cfg.model, cfg.sampler), ProbeSpec.from_config(cfg.probe))
         tracker.probe_base(resolve_model_path(cfg.model))
