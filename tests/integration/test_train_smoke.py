@@ -15,7 +15,7 @@ import torch
 from safetensors.torch import load_file
 
 from boundlab.toyworld2.paths import base_model_dir
-from boundlab.tracking import read_offline_run
+from boundlab.tracking.reader import read_offline_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,7 +101,8 @@ def test_killed_after_save_resumes_without_reprobing_or_losing(tmp_path):
     steps = [(r["kind"], r["step"]) for r in rows]
     assert steps == [("base", 0), ("checkpoint", 2), ("checkpoint", 4), ("checkpoint", 6)], steps
     assert json.loads((run_dir / "run_info.json").read_text())["wandb_run_id"] == first_id
-    run = read_offline_run(run_dir, run_id=first_id)
+    # What `wandb sync` uploads: run/wandb (the killed process's files were set aside).
+    run = read_offline_run(run_dir / "wandb", run_id=first_id)
     logged = sorted(h["probe/step"] for h in run.history if "probe/pass@1" in h)
     assert logged == [0, 2, 4, 6]
 
