@@ -25,7 +25,9 @@ A resume of the trainer therefore (`resume_plan`, `set_aside`):
 - re-logs every probe row of probes.jsonl that no kept segment holds, and every training row of the
   checkpoint's `log_history` whose step no closed trainer segment covered (`from_step`, `train_to`].
 
-W&B then holds each probe row and each training step once, as an uninterrupted run would. A
+A run stopped cleanly (Ctrl-C) closed its file holding steps trained after its last checkpoint;
+the resume trains them again but does not log them again (`boundlab.training.wandb_rows`). W&B then
+holds each probe row and each training step once, as an uninterrupted run would. A
 probe worker's segment is never set aside (it may be alive while the trainer resumes); its rows
 count as held.
 """

@@ -168,6 +168,10 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         from boundlab.training.console import condense
 
         condense(trainer)  # one line per logging step, not TRL's metric dict
+        if plan is not None:  # steps a stopped run logged after its last checkpoint: not twice
+            from boundlab.training.wandb_rows import skip_kept_steps
+
+            skip_kept_steps(trainer, lambda step: not plan.train_missing(step))
         if resume_from is not None:
             print(f"[boundlab] resuming from {resume_from}", flush=True)
         from boundlab.training.interrupt import InterruptGuard
