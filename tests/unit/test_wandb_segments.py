@@ -65,6 +65,22 @@ def test_the_plan_keeps_closed_segments_and_sets_killed_trainers_aside(tmp_path)
         json.loads(f.read_text(), parse_constant=lambda c: pytest.fail(f"{f}: {c}"))
 
 
+def test_a_restarted_watcher_sets_aside_killed_watchers_only(tmp_path):
+    run = tmp_path / "run"
+    trainer = _segment(run, "offline-run-1")  # training on (detached): open, alive
+    trainer.note_probe("base", 0)  # (a detached trainer logs none; held either way)
+    dead = _segment(run, "offline-run-2", role="probe")  # the killed watcher
+    dead.note_probe("checkpoint", 2)
+    done = _segment(run, "offline-run-3", role="probe")  # an earlier watcher that finished
+    done.note_probe("checkpoint", 4)
+    done.close()
+    plan = resume_plan(run, role="probe")
+    assert [s["segment"] for s in plan.killed] == ["offline-run-2"]
+    assert plan.held_probes == {("base", 0), ("checkpoint", 4)}
+    # The trainer's own resume never sets a watcher's segment aside (it may be alive).
+    assert resume_plan(run).killed == [trainer.data]
+
+
 def test_an_online_segment_is_never_set_aside(tmp_path):
     run = tmp_path / "run"
     online = _segment(run, "run-1", mode="online")

@@ -29,7 +29,8 @@ A run stopped cleanly (Ctrl-C) closed its file holding steps trained after its l
 the resume trains them again but does not log them again (`boundlab.training.wandb_rows`). W&B then
 holds each probe row and each training step once, as an uninterrupted run would. A
 probe worker's segment is never set aside (it may be alive while the trainer resumes); its rows
-count as held.
+count as held by the trainer; a restarted probe worker (which holds the run dir's probe lock) does
+the same for the killed probe workers' segments (`resume_plan(run_dir, "probe")`).
 """
 
 from __future__ import annotations
@@ -118,9 +119,10 @@ class ResumePlan:
         return not any(lo < step <= hi for lo, hi in self.covered)
 
 
-def resume_plan(run_dir: str | os.PathLike) -> ResumePlan:
-    """Decide, from the segment records alone, what W&B keeps once the killed trainer segments are
-    set aside. Call it while holding the run dir's train lock (no other trainer is alive)."""
+def resume_plan(run_dir: str | os.PathLike, role: str = "train") -> ResumePlan:
+    """Decide, from the segment records alone, what W&B keeps once the killed segments of `role`
+    are set aside. Call it while holding the run dir's lock for that role (train.lock for "train",
+    probe.lock for "probe"), so every earlier segment of that role that is not closed is dead."""
     run_dir = Path(run_dir)
     plan = ResumePlan()
     segments = [s for s in read_segments(run_dir) if s and not s.get("set_aside")]
@@ -128,7 +130,7 @@ def resume_plan(run_dir: str | os.PathLike) -> ResumePlan:
         plan.legacy = any((run_dir / WANDB_DIR).glob("offline-run-*"))
         return plan
     for s in segments:
-        if s.get("role") == "train" and not s.get("closed"):
+        if s.get("role") == role and not s.get("closed"):
             if s.get("mode") == "offline":
                 plan.killed.append(s)
                 continue
