@@ -205,7 +205,7 @@ def _run_dir_facts(run_dir: Path) -> dict[str, Any]:
         rows = [json.loads(x) for x in pj.read_text().splitlines() if x.strip()]
         facts["probes"] = [(r.get("kind"), r.get("step")) for r in rows]
     try:
-        from boundlab.tracking import read_offline_run
+        from boundlab.tracking.reader import read_offline_run
 
         hist = read_offline_run(run_dir).history
         rewards = [h["train/reward"] for h in hist if "train/reward" in h]

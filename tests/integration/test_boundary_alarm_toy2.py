@@ -27,7 +27,8 @@ from boundlab.probe.store import Store
 from boundlab.rundir.io import read_jsonl
 from boundlab.sampling.checkpoint import sampler_factory
 from boundlab.toyworld2.paths import base_model_dir
-from boundlab.tracking import build_logger, read_offline_run
+from boundlab.tracking import build_logger
+from boundlab.tracking.reader import read_offline_run
 from boundlab.verify import build_verifier
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -46,7 +46,7 @@ def changed_keys(before: dict, after: dict) -> list[str]:
 def test_smoke_trains_and_probes(tmp_path, algo):
     import json
 
-    from boundlab.tracking import read_offline_run
+    from boundlab.tracking.reader import read_offline_run
 
     run_dir = tmp_path / "run"
     # H1 and B3 only: the base gets them right sometimes, so every algorithm sees a reward spread

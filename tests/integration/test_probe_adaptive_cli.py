@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from boundlab.tracking import read_offline_run
+from boundlab.tracking.reader import read_offline_run
 
 ROOT = Path(__file__).resolve().parents[2]
 P, N0, N = 40, 8, 64

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from boundlab.tracking import read_offline_run
+from boundlab.tracking.reader import read_offline_run
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,8 +6,10 @@
   its own, so a kill of the job's process group misses it) is frozen with SIGSTOP as soon as the run
   is created: whatever it had not written by then is lost for certain when the kill comes, on a busy
   machine or an idle one.
-- The resume survives a torn last line in probes.jsonl, and puts back the train/* metrics the kill
-  took out of the offline W&B run.
+- The resume survives a torn last line in probes.jsonl, and puts back the train/* metrics and the
+  probe rows the kill took out of the offline W&B run, deciding from the run dir's own records: the
+  checkpoint probe row reached probes.jsonl but never W&B's file. W&B (what `wandb sync` uploads from
+  run/wandb) then holds every probe row and every training step once, as the run never killed does.
 - save_total_limit never drops an unprobed checkpoint: inline, old ones go as soon as they are probed;
   detached, training keeps them until the watcher has probed them, and the watcher deletes them.
 
@@ -28,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from boundlab.tracking import read_offline_run
+from boundlab.tracking.reader import read_offline_run
 from boundlab.rundir.checkpoints import checkpoints
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,6 +88,18 @@ def train_steps_in_wandb(run_dir: Path, run_id: str) -> set[int]:
             if "train/reward" in h}
 
 
+def wandb_rows(run_dir: Path) -> tuple[list[tuple], list[tuple]]:
+    """(probe rows, training rows) that W&B holds under run_dir/wandb (what `wandb sync` uploads),
+    in logged order: (kind, step, pass@1) and (step, reward, loss)."""
+    history = read_offline_run(run_dir / "wandb").history
+    probe = [("checkpoint" if "probe/delta/pass@1" in h else "base", h["probe/step"], h["probe/pass@1"])
+             for h in history if "probe/pass@1" in h]
+    probe += [("null", h["probe/step"], None) for h in history if "probe/null/lost" in h]
+    train = [(h["train/global_step"], h["train/reward"], h.get("train/loss")) for h in history
+             if "train/reward" in h]
+    return probe, train
+
+
 @pytest.mark.slow
 def test_inline_probe_never_changes_training_and_a_killed_run_resumes_identically(tmp_path):
     train = str(ROOT / "train.py")
@@ -125,6 +139,9 @@ def test_inline_probe_never_changes_training_and_a_killed_run_resumes_identicall
     logged_steps = {e["step"] for e in state["log_history"] if "reward" in e}
     lost = logged_steps - train_steps_in_wandb(run_b, run_id)
     assert lost, "the kill lost no W&B training rows: nothing to re-log"
+    # The state claimed: a checkpoint's probe row is in probes.jsonl, not in W&B's file.
+    killed_probes = [h for h in read_offline_run(run_b, run_id=run_id).history if "probe/pass@1" in h]
+    assert ("checkpoint", 2) in _tolerant_rows(run_b) and not [h for h in killed_probes if h["probe/step"] == 2]
     # A kill (or a full disk) in the middle of an append leaves a torn last line.
     n_rows = len(rows(run_b))
     with (run_b / "probes.jsonl").open("a") as f:
@@ -145,9 +162,16 @@ def test_inline_probe_never_changes_training_and_a_killed_run_resumes_identicall
     assert [s for s, _ in checkpoints(c / "run" / "checkpoints")] == [6]
     assert "not probed yet" not in out_c and "not probed yet" not in out_a
 
-    assert (f"[boundlab] re-logged train/* metrics at steps {sorted(lost)} (from "
-            f"{resume_ckpt[1] / 'trainer_state.json'}) that the killed run had not flushed to W&B") in resumed
-    assert train_steps_in_wandb(run_b, run_id) == set(range(1, 7))
+    assert (f"[boundlab] re-logged train/* metrics at steps {sorted(logged_steps)} (from "
+            f"{resume_ckpt[1] / 'trainer_state.json'}) that no closed W&B segment holds") in resumed
+    assert "[boundlab] set aside the W&B files of the killed process(es) (wandb_killed/offline-run-" in resumed
+    assert train_steps_in_wandb(run_b / "wandb", run_id) == set(range(1, 7))
+    # W&B holds what it holds for the run never killed: each probe row and training step once, with
+    # the same values (the weights are byte-identical, so are the probes and the rewards).
+    probe_b, train_b = wandb_rows(run_b)
+    probe_a, train_a = wandb_rows(a / "run")
+    assert sorted(probe_b) == sorted(probe_a) and len(probe_a) == len(set(probe_a)) == len(expected)
+    assert sorted(train_b) == sorted(train_a) and [t[0] for t in sorted(train_a)] == list(range(1, 7))
 
 
 def _tolerant_rows(run_dir: Path) -> list[tuple[str, int]]:

@@ -155,7 +155,7 @@ def test_remedy_knobs_accepted_where_they_apply():
 @pytest.mark.slow
 @pytest.mark.parametrize("algo", ["grpo", "rloo"])
 def test_trl_trains_with_the_unlikeliness_reward_and_grpo_with_the_entropy_bonus(tmp_path, algo):
-    from boundlab.tracking import read_offline_run
+    from boundlab.tracking.reader import read_offline_run
 
     run_dir = tmp_path / "run"
     env = dict(os.environ, BOUNDLAB_STORE=str(tmp_path / "store.sqlite"), WANDB_MODE="offline",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from boundlab.report.build import SECTIONS
-from boundlab.tracking import read_offline_run
+from boundlab.tracking.reader import read_offline_run
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ import torch
 from safetensors.torch import load_file
 
 from boundlab.toyworld2.paths import base_model_dir
-from boundlab.tracking import read_offline_run
+from boundlab.tracking.reader import read_offline_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,7 +101,8 @@ def test_killed_after_save_resumes_without_reprobing_or_losing(tmp_path):
     steps = [(r["kind"], r["step"]) for r in rows]
     assert steps == [("base", 0), ("checkpoint", 2), ("checkpoint", 4), ("checkpoint", 6)], steps
     assert json.loads((run_dir / "run_info.json").read_text())["wandb_run_id"] == first_id
-    run = read_offline_run(run_dir, run_id=first_id)
+    # What `wandb sync` uploads: run/wandb (the killed process's files were set aside).
+    run = read_offline_run(run_dir / "wandb", run_id=first_id)
     logged = sorted(h["probe/step"] for h in run.history if "probe/pass@1" in h)
     assert logged == [0, 2, 4, 6]
 
@@ -129,6 +130,64 @@ def test_detached_probe_worker_probes_every_checkpoint_into_the_same_run(tmp_pat
     assert sorted(h["probe/step"] for h in run.history if "probe/pass@1" in h) == [0, 2, 4]
     assert any("train/reward" in h for h in run.history)
     del proc
+
+
+def wandb_services(parent: int) -> list[int]:
+    """The `wandb-core` processes `parent` started (they call setsid: not in its process group)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            stat = (proc / "stat").read_text()
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")[0]
+        except (OSError, ValueError):
+            continue
+        if proc.name.isdigit() and int(stat.rsplit(")", 1)[1].split()[1]) == parent \
+                and cmd.endswith(b"wandb-core"):
+            pids.append(int(proc.name))
+    return pids
+
+
+@pytest.mark.slow
+def test_a_killed_watcher_restarts_and_w_and_b_holds_each_probe_once(tmp_path):
+    """The watcher and its W&B service are SIGKILLed once probes.jsonl holds checkpoint 2's row,
+    before W&B wrote it; the restarted watcher re-logs it from the run dir, and W&B (run/wandb, what
+    `wandb sync` uploads) holds each probe row once."""
+    run_dir = tmp_path / "run"
+    train(tmp_path, "debug=smoke", "train.probe_mode=detached", "backend.torch_threads=1",
+          f"hydra.run.dir={run_dir}")
+    env = dict(env_for(tmp_path), WANDB__TRANSACTION_LOG_FLUSH_INTERVAL="0")  # no timed flush
+    watch = [sys.executable, str(ROOT / "probe.py"), f"watch={run_dir}", "watch_poll_s=0.5",
+             "watch_timeout_s=300"]
+    first = subprocess.Popen([*watch, f"hydra.run.dir={tmp_path / 'worker1'}"], cwd=tmp_path, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 600
+    try:
+        while not (run_dir / "probes.jsonl").exists() or ("checkpoint", 2) not in [
+                (r["kind"], r["step"]) for r in probes(run_dir)]:
+            assert first.poll() is None, "the watcher ended before it probed checkpoint 2"
+            assert time.time() < deadline, "the watcher never probed checkpoint 2"
+            time.sleep(0.05)
+        for pid in wandb_services(first.pid):
+            os.kill(pid, signal.SIGKILL)
+        os.killpg(first.pid, signal.SIGKILL)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    run_id = json.loads((run_dir / "run_info.json").read_text())["wandb_run_id"]
+    # The state claimed: the run dir holds checkpoint 2's row, W&B's files do not.
+    held = read_offline_run(run_dir, run_id=run_id).history
+    assert 2 not in [h["probe/step"] for h in held if "probe/pass@1" in h]
+
+    second = subprocess.run([*watch, f"hydra.run.dir={tmp_path / 'worker2'}"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "set aside the W&B files of the killed watcher(s)" in second.stdout + second.stderr
+    assert [(r["kind"], r["step"]) for r in probes(run_dir)] == [("base", 0), ("checkpoint", 2),
+                                                                 ("checkpoint", 4)]
+    run = read_offline_run(run_dir / "wandb", run_id=run_id)
+    assert sorted(h["probe/step"] for h in run.history if "probe/pass@1" in h) == [0, 2, 4]
+    assert any("train/reward" in h for h in run.history)
 
 
 @pytest.mark.slow

@@ -310,10 +310,12 @@ def test_a_null_lost_from_wandb_is_relogged_on_its_own(tmp_path):
     tr, logger = run_tracker(tmp_path, null_seed=7)
     logger.logged.clear()
     # W&B holds the base (step 0) and the checkpoint, not the null: only the null is re-logged.
-    assert tr.relog_missing({0, 10}, null_logged=False) == [0]
+    held = {("base", 0), ("checkpoint", 10)}
+    assert tr.relog_missing(lambda kind, step: (kind, step) not in held) == [0]
     assert [("probe/null/lost" in m) for m in logger.logged] == [True]
     logger.logged.clear()
-    assert tr.relog_missing({0, 10}, null_logged=True) == []
+    held.add(("null", 0))
+    assert tr.relog_missing(lambda kind, step: (kind, step) not in held) == []
 
 
 def test_probe_py_summary_and_metrics_lead_with_strict(tmp_path, capsys):

@@ -178,18 +178,15 @@ def test_isolated_rng_restores_the_cuda_generator():
 
 
 def test_lost_train_rows_are_the_steps_wandb_does_not_hold():
-    from boundlab.tracking.relog import lost_train_rows
+    from boundlab.tracking.relog import train_rows_to_relog
 
     log_history = [{"loss": 0.5, "reward": 0.25, "epoch": 0.1, "step": 1},
                    {"loss": 0.4, "reward": 0.5, "epoch": 0.2, "step": 2},
                    {"loss": 0.3, "reward": 0.75, "epoch": 0.3, "step": 3},
                    {"train_runtime": 9.0, "train_loss": 0.4, "step": 3}]
-    history = [{"train/loss": 0.5, "train/reward": 0.25, "train/epoch": 0.1, "train/global_step": 1},
-               # a probe row carries the training step too, but no train metric
-               {"probe/pass@1": 0.5, "probe/step": 2, "train/global_step": 2}]
-    assert lost_train_rows(history, log_history) == [
+    # A kept W&B segment holds step 1 only (the run dir's segment records say so).
+    assert train_rows_to_relog(log_history, lambda step: step not in {1}) == [
         {"train/loss": 0.4, "train/reward": 0.5, "train/epoch": 0.2, "train/global_step": 2},
         {"train/loss": 0.3, "train/reward": 0.75, "train/epoch": 0.3, "train/global_step": 3},
     ]
-    assert lost_train_rows(history + [{"train/reward": 0.5, "train/global_step": 2},
-                                      {"train/reward": 0.75, "train/global_step": 3}], log_history) == []
+    assert train_rows_to_relog(log_history, lambda step: step not in {1, 2, 3}) == []

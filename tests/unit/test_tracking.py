@@ -17,10 +17,10 @@ from boundlab.tracking import (
     build_logger,
     has_wandb_credentials,
     passk_key,
-    read_offline_run,
     resolve_mode,
 )
 from boundlab.tracking import reader as rd
+from boundlab.tracking.reader import read_offline_run
 
 pytest.importorskip("wandb")
 

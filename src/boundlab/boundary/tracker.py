@@ -246,6 +246,7 @@ class BoundaryTracker:
             # Under probe/null/...: the base's own probe/pass@k at step 0 must stay the base's.
             m.update(_compared_metrics(row, metric_key(PROBE, "null"), base_curve))
             self.logger.log(m)
+            self._note_logged(row)
             return
         m.update(_probe_metrics(row))
         if base_curve is not None:
@@ -258,6 +259,7 @@ class BoundaryTracker:
             if row.get("unlike_base"):  # the delta above is against a base probed otherwise
                 m[metric_key(PROBE, "unlike_base")] = len(row["unlike_base"])
         self.logger.log(m)
+        self._note_logged(row)
         curve, kmax = row["curve"], len(row["curve"])
         if base is not None:
             series = {"base": base["curve"][:kmax]}
@@ -274,6 +276,12 @@ class BoundaryTracker:
         png = self.run_dir / ENTROPY_PNG
         if png.exists():
             self.logger.log_image(metric_key(PROBE, "entropy", "plot"), png, extra={PROBE_STEP: step})
+
+    def _note_logged(self, row: dict[str, Any]) -> None:
+        # The run dir's record of what this process handed to W&B (boundlab.tracking.segments).
+        segment = getattr(self.logger, "segment", None)
+        if segment is not None:
+            segment.note_probe(row["kind"], int(row["step"]))
 
     def _log_curves_by_log_k(self, row: dict[str, Any], step: int) -> None:
         """pass@k against log2 k for the base and every checkpoint probed so far: a table
@@ -294,14 +302,15 @@ class BoundaryTracker:
                                   title=f"{row['metric']} pass@k against log2 k: base and every checkpoint",
                                   xname="log2 k", step_metrics={PROBE_STEP: step})
 
-    def relog_missing(self, logged_steps: set[int], null_logged: bool = True) -> list[int]:
-        """Re-log finished probes that the W&B run does not hold (lost in a hard kill). The null
-        shares step 0 with the base, so whether it was logged is asked separately."""
-        missing = [r for r in self.rows if (not null_logged if r["kind"] == "null"
-                                            else int(r["step"]) not in logged_steps)]
-        for r in missing:
+    def relog_missing(self, missing: Callable[[str, int], bool]) -> list[int]:
+        """Re-log the finished probes (rows of probes.jsonl) that the W&B run does not keep:
+        `missing(kind, step)`, decided from the run dir's segment records
+        (`boundlab.tracking.segments.ResumePlan.probe_missing`). The null shares step 0 with the
+        base, so a row is named by its kind and step."""
+        rows = [r for r in self.rows if missing(r["kind"], int(r["step"]))]
+        for r in rows:
             self._log(r)
-        return [int(r["step"]) for r in missing]
+        return [int(r["step"]) for r in rows]
 
     def _write_files(self) -> None:
         from boundlab.plots.boundary import plot_boundary_panels, plot_entropy

@@ -50,9 +50,14 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
     _wait_for_run_info(run_dir, poll_s, limit)
     info = read_json(run_dir / RUN_INFO, {}, "the training run's W&B run id")
     with ProbeContext.from_config(cfg) as ctx:
-        ctx.open_logger(with_updates(cfg.logger, run_id=info.get("wandb_run_id"), job_type="probe"),
-                        run_dir, to_dict(cfg))
+        logger = ctx.open_logger(with_updates(cfg.logger, run_id=info.get("wandb_run_id"), job_type="probe"),
+                                 run_dir, to_dict(cfg))
+        plan = _restart_plan(run_dir) if logger.mode == "offline" else None
+        logger.open_segment("probe")  # the rows it logs count as held when the trainer resumes
         tracker = build_tracker(run_dir, ctx, ProbeSpec.from_config(cfg.probe))
+        relogged = tracker.relog_missing(plan.probe_missing) if plan is not None else []
+        if relogged:
+            print(f"[boundlab] re-logged probes at steps {relogged} that no W&B segment holds", flush=True)
         tracker.probe_base(resolve_model_path(cfg.model))
         start = time.time()
         print(f"[boundlab] watching {run_dir} for checkpoints (every {poll_s:.0f} s)", flush=True)
@@ -121,3 +126,18 @@ def _wait_for_run_info(run_dir: Path, poll_s: float, timeout_s: float | None) ->
             said = True
         time.sleep(min(poll_s, 1.0))
 
+
+def _restart_plan(run_dir: Path) -> Any:
+    """A restarted watcher (it holds the probe lock, so no earlier one is alive) sets aside the W&B
+    folders of killed watchers and re-logs the probe rows no kept segment holds, deciding from the
+    run dir's records alone (boundlab.tracking.segments)."""
+    from boundlab.tracking.segments import resume_plan, set_aside
+
+    plan = resume_plan(run_dir, role="probe")
+    if plan.legacy:
+        return None
+    moved = set_aside(run_dir, plan.killed)
+    if moved:
+        print(f"[boundlab] set aside the W&B files of the killed watcher(s) ({', '.join(moved)}): "
+              f"what they held is logged again from the run dir", flush=True)
+    return plan

@@ -225,7 +225,8 @@ class LoggerConfig:
     system_stats: bool = True
     # Seconds wandb.init waits for its backend; null = W&B's default (90).
     init_timeout: Optional[float] = None
-    # Seconds finish() waits for W&B to close the run file.
+    # Unused: finish() now waits for W&B's service to close the run file (wandb.teardown). Kept so
+    # the configs of run dirs saved with it still compose on resume.
     finish_wait_s: float = 30.0
     # Only the process with RANK 0 logs; the other ranks get the no-op logger.
     rank_zero_only: bool = True

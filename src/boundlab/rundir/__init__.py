@@ -11,7 +11,11 @@
     train.lock, probe.lock      flock locks naming the trainer / the prober (rundir.lock)
     .hydra/config.yaml          the run's composed config: resume and the watcher read it
     .hydra/resumes.jsonl        one line per `resume=` (the saved config files are never rewritten)
-    wandb/                      the W&B run files
+    wandb/                      the W&B run files (one `offline-run-*` folder per process that logged)
+    wandb_segments/<name>.json  what each W&B process (segment) logged and whether it closed its file
+                                (tracking.segments): a resume decides what to re-log from these
+    wandb_killed/               the W&B folders of killed processes, set aside by a resume that
+                                re-logged their rows (tracking.segments)
 
 Writes that a resume depends on are atomic (rundir.io). This module holds names only, so any layer
 can import it for a path without importing the readers.
@@ -40,3 +44,6 @@ HYDRA_DIR = ".hydra"
 HYDRA_CONFIG = Path(HYDRA_DIR) / "config.yaml"
 HYDRA_RUNTIME = Path(HYDRA_DIR) / "hydra.yaml"
 RESUMES_FILE = "resumes.jsonl"
+WANDB_DIR = "wandb"
+WANDB_SEGMENTS_DIR = "wandb_segments"
+WANDB_SET_ASIDE_DIR = "wandb_killed"

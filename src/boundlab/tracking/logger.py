@@ -3,8 +3,9 @@
 One `RunLogger` per process. Entry points build it with `build_logger` and finish it in a `finally`
 (or use it as a context manager). A probe worker that logs into a training run builds its own logger
 with `run_id=` the training run's id: W&B resumes the run (`resume="allow"`). Offline, a resumed run
-writes a new `offline-run-*/run-<id>.wandb` file; `wandb sync` uploads each, and
-`boundlab.tracking.reader.read_offline_run` merges them.
+writes a new `offline-run-*/run-<id>.wandb` file (a *segment*); `wandb sync` uploads each. A logger
+that calls `open_segment` records in the run dir what its segment logged and whether it closed its
+file (`boundlab.tracking.segments`): what a resume reads instead of W&B's files.
 
 Mode, in order of precedence: the `WANDB_MODE` environment variable; then `cfg.mode`; then "online"
 only when credentials exist (`WANDB_API_KEY`, or a `~/.netrc` entry for the W&B host), else "offline".
@@ -16,7 +17,6 @@ from __future__ import annotations
 import logging
 import netrc
 import os
-import time
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -144,6 +144,14 @@ class RunLogger:
     def finished(self) -> bool:
         return self._finished
 
+    # The run-dir record of what this process logged (boundlab.tracking.segments); None without one.
+    segment: Any = None
+
+    def open_segment(self, role: str, from_step: int = 0) -> Any:
+        """Start recording, in the run dir, what this process logs into the run (`role`: "train"
+        or "probe"; `from_step`: the training step it resumed from). No-op without a W&B run."""
+        return None
+
     # -- logging ----------------------------------------------------------------------------------
     def log(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
         """Log scalars (or W&B media) under namespaced keys."""
@@ -222,11 +230,10 @@ class WandbLogger(RunLogger):
 
     kind = "wandb"
 
-    def __init__(self, run: Any, run_dir: str | os.PathLike | None, mode: str, finish_wait_s: float = 30.0):
+    def __init__(self, run: Any, run_dir: str | os.PathLike | None, mode: str):
         super().__init__(run_dir)
         self._run = run
         self._mode = mode
-        self._finish_wait_s = finish_wait_s
 
     # -- identity ---------------------------------------------------------------------------------
     @property
@@ -255,21 +262,12 @@ class WandbLogger(RunLogger):
     def url(self) -> str | None:
         return getattr(self._run, "url", None)
 
-    def _wait_for_run_file(self) -> None:
-        # W&B 0.31's `finish()` returns before its core has flushed and closed the `.wandb` file
-        # (measured: often only the 7-byte header is on disk). Wait for the exit record, so that a
-        # reader, `wandb sync`, or a probe worker resuming the run sees the whole run.
-        from boundlab.tracking.reader import has_exit_record
+    def open_segment(self, role: str, from_step: int = 0) -> Any:
+        from boundlab.tracking.segments import Segment
 
-        path = Path(self._run.settings.sync_file)
-        deadline = time.monotonic() + self._finish_wait_s
-        delay = 0.005
-        while not has_exit_record(path):
-            if time.monotonic() > deadline:
-                log.warning("W&B run file %s still incomplete %.0f s after finish", path, self._finish_wait_s)
-                return
-            time.sleep(delay)
-            delay = min(delay * 2, 0.2)
+        if self._run_dir is not None and self.segment is None:
+            self.segment = Segment(self._run_dir, self.dir, self.run_id, self._mode, role, from_step)
+        return self.segment
 
     # -- logging ----------------------------------------------------------------------------------
     def _check_open(self) -> None:
@@ -345,7 +343,15 @@ class WandbLogger(RunLogger):
             return
         self._finished = True
         self._run.finish(exit_code=exit_code)
-        self._wait_for_run_file()
+        # W&B 0.31's `finish()` returns before its service has flushed and closed the `.wandb` file
+        # (measured: often only the 7-byte header is on disk). `wandb.teardown()` (public) waits for
+        # the service this process started to shut down, which closes every file it wrote; only then
+        # is the segment recorded as closed, so a resume trusts that this file holds all it was given.
+        import wandb
+
+        wandb.teardown(exit_code=exit_code)
+        if self.segment is not None:
+            self.segment.close()
         if self._mode == "offline":
             log.info("W&B offline run %s saved in %s; upload with: wandb sync %s", self.run_id, self.dir, self.dir)
 
@@ -367,8 +373,7 @@ def build_logger(cfg: Any, run_dir: str | os.PathLike, run_config: Mapping[str, 
     Fields read from `cfg` (all optional): name, project="boundlab", entity, group, job_type,
     run_name, tags, notes, mode (None = auto, see the module docstring), run_id (resume that run),
     resume (default "allow" when run_id is set), dir (default: run_dir), console ("off"),
-    system_stats (True), init_timeout (W&B's default, 90 s), finish_wait_s (30: how long finish waits
-    for W&B to close the run file), rank_zero_only (True: processes with RANK != 0 get a NoneLogger).
+    system_stats (True), init_timeout (W&B's default, 90 s), rank_zero_only (True: processes with RANK != 0 get a NoneLogger).
     """
     run_dir = Path(run_dir)
     name = str(_get(cfg, "name", "wandb")).lower()
@@ -419,6 +424,6 @@ def build_logger(cfg: Any, run_dir: str | os.PathLike, run_config: Mapping[str, 
         mode = "offline"
         run = _init_wandb(mode, init_kwargs, settings_kwargs)
 
-    logger = WandbLogger(run, run_dir, mode, finish_wait_s=float(_get(cfg, "finish_wait_s", 30.0)))
+    logger = WandbLogger(run, run_dir, mode)
     log.info("W&B %s run %s (%s) in %s", mode, logger.run_id, logger.run_path, logger.dir)
     return logger

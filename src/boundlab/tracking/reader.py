@@ -1,4 +1,9 @@
-"""Read W&B offline run files (`run-<id>.wandb`) without W&B's servers.
+"""Read W&B offline run files (`run-<id>.wandb`) without W&B's servers. For tests and checks only.
+
+The format is private to W&B and pinned here to one release (0.31). Tests and `scripts/gpu_check.py`
+read back what a run logged with it (real W&B runs, offline, read back). No library code imports
+it: a resume decides what to re-log from the run dir's own records (`boundlab.tracking.segments`),
+and an import-linter contract in pyproject.toml keeps it that way.
 
 W&B 0.31 ships no Python reader; its Go core writes the files. The format (wandb `core/pkg/leveldb`,
 a fork of golang/leveldb's `record` package):

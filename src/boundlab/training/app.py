@@ -46,7 +46,6 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.probe.spec import ProbeSpec, load_task, set_threads
     from boundlab.rundir.io import atomic_write_json
     from boundlab.tasks import build_task
-    from boundlab.tracking.relog import relog_lost_train_metrics
     from boundlab.rundir import checkpoints as ck
     from boundlab.training.init_from import check_required, resolve_init
     from boundlab.training.rewards import check_strict, make_reward_fn
@@ -90,6 +89,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     # closed in the finally below.
     ctx = ProbeContext.from_config(cfg, task=probe_task)
     store, verifier = ctx.store, ctx.verifier
+    trainer = None
     try:
         reward_cfg = cfg.get("reward") if hasattr(cfg, "get") else getattr(cfg, "reward", None)
         strict_reward = bool(reward_cfg and reward_cfg.strict)
@@ -100,6 +100,10 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         logger_cfg = _with(cfg.logger, run_id=cfg.logger.run_id or info.get("wandb_run_id"),
                            job_type=cfg.logger.job_type or cfg.algo.name)
         logger = ctx.open_logger(logger_cfg, run_dir, to_dict(cfg))
+        # Decided before this process's own segment is recorded: what the W&B run keeps of the
+        # earlier processes, from the run dir's records alone (boundlab.tracking.segments).
+        plan = _resume_plan(run_dir) if resuming and logger.mode == "offline" else None
+        logger.open_segment("train", ck.step_of(resume_from) if resume_from is not None else 0)
         info.update(wandb_run_id=logger.run_id, started=info.get("started", time.time()),
                     algo=cfg.algo.name, model=cfg.model.name, task=probe_task.name, seed=cfg.train.seed)
         atomic_write_json(run_dir / RUN_INFO, info)
@@ -107,9 +111,8 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         tracker = build_tracker(run_dir, ctx, ProbeSpec.from_config(cfg.probe))
         print(f"[boundlab] run dir {run_dir}; {threads} torch thread(s); "
               f"probing {len(probe_task)} problems x n={cfg.probe.n} per checkpoint", flush=True)
-        if resuming and logger.mode == "offline":
-            _relog_lost_probes(tracker, run_dir, logger.run_id)
-            relog_lost_train_metrics(logger, run_dir, logger.run_id, resume_from)
+        if plan is not None:
+            _relog(plan, tracker, logger, resume_from)
         detached = cfg.train.probe_mode == "detached"
         if cfg.train.probe_base and not detached and main_rank:
             tracker.probe_base(base_dir)  # detached: the watcher probes the base
@@ -179,6 +182,10 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         from boundlab.training.console import condense
 
         condense(trainer)  # one line per logging step, not TRL's metric dict
+        if plan is not None:  # steps a stopped run logged after its last checkpoint: not twice
+            from boundlab.training.wandb_rows import skip_kept_steps
+
+            skip_kept_steps(trainer, lambda step: not plan.train_missing(step))
         if resume_from is not None:
             print(f"[boundlab] resuming from {resume_from}", flush=True)
         from boundlab.training.interrupt import InterruptGuard
@@ -198,6 +205,10 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
             _report_probe_share(logger, tracker.seconds_this_process, time.time() - t_start)
         return {"run_dir": str(run_dir), "rows": tracker.rows}
     finally:
+        logger = ctx.logger
+        if trainer is not None and logger is not None and logger.segment is not None:
+            logged = [int(e["step"]) for e in trainer.state.log_history if "step" in e]
+            logger.segment.note_train_to(max(logged, default=None))
         ctx.close()
         _destroy_process_group()
 
@@ -228,22 +239,33 @@ def _outcome_bonus(cfg: Any):
     return OutcomeBonus(ob.ucb_coef, ob.repeat_penalty)
 
 
-def _relog_lost_probes(tracker: Any, run_dir: Path, run_id: str) -> None:
-    """A hard-killed process can take its last unflushed W&B records with it (offline mode keeps
-    them in a 32 KiB buffer). Probes are durable in probes.jsonl, so re-log what W&B lost."""
-    from boundlab.tracking.names import PROBE_STEP
-    from boundlab.tracking.reader import read_offline_run
+def _resume_plan(run_dir: Path) -> Any:
+    """Set aside the W&B folders of killed trainer processes and say what the run keeps
+    (boundlab.tracking.segments); the train lock is held, so no earlier trainer is alive."""
+    from boundlab.tracking.segments import resume_plan, set_aside
 
-    try:
-        run = read_offline_run(run_dir, run_id=run_id)
-        logged = {int(h[PROBE_STEP]) for h in run.history if PROBE_STEP in h and "probe/pass@1" in h}
-        null_logged = any("probe/null/lost" in h for h in run.history)
-    except Exception:  # noqa: BLE001 - nothing readable yet: every probe is missing
-        logged, null_logged = set(), False
-    relogged = tracker.relog_missing(logged, null_logged)
+    plan = resume_plan(run_dir)
+    if plan.legacy:
+        print("[boundlab] this run dir's W&B files predate the segment records (wandb_segments/): "
+              "nothing is re-logged into W&B", flush=True)
+        return None
+    moved = set_aside(run_dir, plan.killed)
+    if moved:
+        print(f"[boundlab] set aside the W&B files of the killed process(es) ({', '.join(moved)}): "
+              f"what they held is logged again from the run dir", flush=True)
+    return plan
+
+
+def _relog(plan: Any, tracker: Any, logger: Any, resume_from: Path | None) -> None:
+    """Log again what the kept W&B segments lack: probe rows from probes.jsonl, training rows from
+    the checkpoint's log_history (boundlab.tracking.relog)."""
+    from boundlab.tracking.relog import relog_lost_train_metrics
+
+    relogged = tracker.relog_missing(plan.probe_missing)
     if relogged:
-        print(f"[boundlab] re-logged probes at steps {relogged} that the killed run had not flushed to W&B",
+        print(f"[boundlab] re-logged probes at steps {relogged} that no closed W&B segment holds",
               flush=True)
+    relog_lost_train_metrics(logger, resume_from, plan.train_missing)
 
 
 # Trainers that feed a problem's images through the processor (TRL's GRPOTrainer family).
