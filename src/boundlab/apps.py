@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import boundlab.builtins  # noqa: F401 - every built-in task, verifier, sampler and algorithm
+from boundlab.config import ProbeMain
 
 
-def probe_run(cfg: Any, run_dir: str | Path) -> Any:
+def probe_run(cfg: ProbeMain, run_dir: str | Path) -> Any:
     """`probe.py`: probe one model, or with `watch=RUN_DIR` probe a training run's checkpoints."""
     if cfg.watch:
         from boundlab.boundary.watch import watch
