@@ -8,9 +8,12 @@ the wrong type fails at start with a message that names it.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Mapping, TypeVar
 
 from hydra.core.config_store import ConfigStore
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 from boundlab.config.probing import (MOVED_KEYS, CodeVerifyConfig, HFSamplerConfig, LoggerConfig,
                                      MatchEntropyConfig, MathVerifyConfig, ModelConfig, PowerSamplerConfig,
@@ -121,7 +124,7 @@ class ConfigError(ValueError):
     pass
 
 
-def check_keys(cfg: Any, schema: Any = None, path: str = "") -> None:
+def check_keys(cfg: DictConfig, schema: type | None = None, path: str = "") -> None:
     """Reject keys the schema does not know, including ones added with Hydra's `+key=value`
     (Hydra applies `+` with the struct flag lifted, so typos would otherwise slip through)."""
     import dataclasses

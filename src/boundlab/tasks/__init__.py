@@ -7,16 +7,20 @@ This registry imports none of its entries (boundlab.builtins does).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Mapping
 
 from boundlab.config import TaskConfig, as_typed
 from boundlab.registry import Registry
 from boundlab.tasks.base import Problem, Task
 
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
 TASKS: Registry[Task] = Registry("task")
 
 
-def build_task(cfg: Any) -> Task:
+def build_task(cfg: TaskConfig | DictConfig | SimpleNamespace | Mapping[str, Any]) -> Task:
     """Build the task named by `cfg.name`, then apply the generic options (limit, template...).
 
     `cfg` is the `task` group: a `TaskConfig`, or anything `as_typed` turns into one (a DictConfig,
