@@ -3,7 +3,9 @@
 
 Each primary config (`conf/probe.yaml`, ...) starts its defaults list with the matching schema
 registered here, so Hydra merges the YAML files into these dataclasses: a misspelt key or a value of
-the wrong type fails at start with a message that names it.
+the wrong type fails at start with a message that names it. After its checks, an entry point turns the
+composed DictConfig into its dataclass once (`as_typed`; probe.py -> ProbeMain, report.py ->
+ReportMain) and hands typed values down; a copy with changes is `dataclasses.replace` (`with_updates`).
 """
 
 from __future__ import annotations
