@@ -6,7 +6,7 @@ import hydra
 import boundlab.builtins  # noqa: F401 - registers every built-in plug-in (one list)
 from boundlab.cli import friendly_errors, known_choices
 from boundlab.rundir.owner import owns_output_dir
-from boundlab.config import check_keys, register_configs
+from boundlab.config import as_typed, check_keys, register_configs
 from boundlab.report.schema import ReportMain
 
 register_configs()
@@ -20,7 +20,7 @@ def main(cfg):
     from boundlab.report.build import run
 
     check_keys(cfg)
-    run(cfg)
+    run(as_typed(cfg, ReportMain))  # typed from here down
 
 
 if __name__ == "__main__":

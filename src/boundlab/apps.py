@@ -7,12 +7,16 @@ must not import its own caller.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boundlab.builtins  # noqa: F401 - every built-in task, verifier, sampler and algorithm
+from boundlab.config import ProbeMain
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 
-def probe_run(cfg: Any, run_dir: str | Path) -> Any:
+def probe_run(cfg: ProbeMain, run_dir: str | Path) -> Any:
     """`probe.py`: probe one model, or with `watch=RUN_DIR` probe a training run's checkpoints."""
     if cfg.watch:
         from boundlab.boundary.watch import watch
@@ -27,7 +31,7 @@ def probe_run(cfg: Any, run_dir: str | Path) -> Any:
     return run(cfg, run_dir)
 
 
-def train_run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
+def train_run(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any]:
     """`train.py`: train and track the boundary (boundlab.training.app)."""
     from boundlab.training.app import run
 

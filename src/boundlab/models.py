@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from boundlab.config import ModelConfig, as_typed
+
 
 class ModelNotFound(FileNotFoundError):
     pass
@@ -146,9 +148,11 @@ def drop_quantization_config(folder: Path) -> bool:
     return True
 
 
-def resolve_model_path(cfg: Any) -> str:
-    """The folder (or Hub id) that `from_pretrained` should read."""
-    if getattr(cfg, "gguf_package", None):
+def resolve_model_path(cfg: ModelConfig) -> str:
+    """The folder (or Hub id) that `from_pretrained` should read. Like every loader here it takes
+    a `ModelConfig`, or what `as_typed` turns into one (training's DictConfig, a saved run config)."""
+    cfg = as_typed(cfg, ModelConfig)
+    if cfg.gguf_package:
         from boundlab.conversion_cache import ensure_converted
 
         cache = Path(os.path.expanduser(cfg.cache_dir)) / cfg.name
@@ -169,7 +173,7 @@ def resolve_model_path(cfg: Any) -> str:
 
             write_manifest(folder, source)
         return str(folder)
-    path = getattr(cfg, "path", None)
+    path = cfg.path
     if not path:
         raise ModelNotFound(f"model {cfg.name!r}: set model.path to a local HF model folder")
     local = Path(os.path.expanduser(path))
@@ -182,13 +186,13 @@ def resolve_model_path(cfg: Any) -> str:
     return path  # a Hub id; loaded from the local cache unless downloads are allowed
 
 
-def _hub_kwargs(cfg: Any, resolved: str) -> dict:
-    if Path(resolved).is_dir() or not getattr(cfg, "allow_download", False):
+def _hub_kwargs(cfg: ModelConfig, resolved: str) -> dict:
+    if Path(resolved).is_dir() or not cfg.allow_download:
         return {"local_files_only": True}
     return {}
 
 
-def _load_error(cfg: Any, resolved: str, e: Exception) -> ModelNotFound:
+def _load_error(cfg: ModelConfig, resolved: str, e: Exception) -> ModelNotFound:
     return ModelNotFound(
         f"model {resolved!r} is not a local folder and is not in the local Hugging Face cache. "
         f"Point model.path at a local folder, or set model.allow_download=true to fetch it "
@@ -196,9 +200,10 @@ def _load_error(cfg: Any, resolved: str, e: Exception) -> ModelNotFound:
     )
 
 
-def load_tokenizer(cfg: Any, resolved: str | None = None):
+def load_tokenizer(cfg: ModelConfig, resolved: str | None = None):
     from transformers import AutoTokenizer
 
+    cfg = as_typed(cfg, ModelConfig)
     resolved = resolved or resolve_model_path(cfg)
     check_model_folder(resolved)
     try:
@@ -213,11 +218,12 @@ def load_tokenizer(cfg: Any, resolved: str | None = None):
     return tok
 
 
-def load_processor(cfg: Any, resolved: str | None = None):
+def load_processor(cfg: ModelConfig, resolved: str | None = None):
     """The AutoProcessor of a vision-language model (model.vision=true), its tokenizer padding left
     like every tokenizer here."""
     from transformers import AutoProcessor
 
+    cfg = as_typed(cfg, ModelConfig)
     resolved = resolved or resolve_model_path(cfg)
     check_model_folder(resolved)
     try:
@@ -263,12 +269,13 @@ def _without_zero3_init() -> Iterator[None]:
         hf_ds._hf_deepspeed_config_weak_ref = saved
 
 
-def load_model(cfg: Any, device: str = "cpu", resolved: str | None = None,
+def load_model(cfg: ModelConfig, device: str = "cpu", resolved: str | None = None,
                whole: bool = False):
     """`whole=True`: never partition with ZeRO-3 (for probing on one rank)."""
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
-    auto = AutoModelForImageTextToText if getattr(cfg, "vision", False) else AutoModelForCausalLM
+    cfg = as_typed(cfg, ModelConfig)
+    auto = AutoModelForImageTextToText if cfg.vision else AutoModelForCausalLM
 
     resolved = resolved or resolve_model_path(cfg)
     check_model_folder(resolved)

@@ -22,9 +22,12 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boundlab.config import ConfigError
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 
 def _fail(key: str, value: Any, need: str) -> None:
@@ -98,12 +101,12 @@ def validate_probe(p: Any, prefix: str = "probe") -> None:
     _at_least(p, prefix, "bootstrap_iters", 1, " (bootstrap resamples for the confidence intervals)")
     if not 0 < p.ci < 1:
         _fail(f"{prefix}.ci", p.ci, "must be a confidence level in (0, 1), e.g. 0.95")
-    if getattr(p, "kl_samples", 0) < 0:
+    if p.kl_samples < 0:
         _fail(f"{prefix}.kl_samples", p.kl_samples, "must be >= 0 (0 turns the KL view off)")
-    tau = getattr(p, "gpass_tau", 0.5)
+    tau = p.gpass_tau
     if not 0 < tau <= 1:
         _fail(f"{prefix}.gpass_tau", tau, "must be in (0, 1]: the share of k samples G-Pass@k needs right")
-    if getattr(p, "adaptive", False):
+    if p.adaptive:
         _at_least(p, prefix, "n0", 1, " (first-round samples of every problem)")
         if p.n0 > p.n:
             _fail(f"{prefix}.n0", p.n0, f"must be <= {prefix}.n={p.n} (the cap of the rounds)")
@@ -114,12 +117,11 @@ def validate_probe(p: Any, prefix: str = "probe") -> None:
             _at_least(p, prefix, "budget", 1, " (total samples; null = no extension)")
             if p.budget_cap < p.n:
                 _fail(f"{prefix}.budget_cap", p.budget_cap, f"must be >= {prefix}.n={p.n}")
-    if getattr(p, "predict_k", None) is not None and p.predict_k <= p.n:
+    if p.predict_k is not None and p.predict_k <= p.n:
         _fail(f"{prefix}.predict_k", p.predict_k, f"must be > {prefix}.n={p.n}: below it pass@k is "
               f"measured (null = no prediction)")
-    if getattr(p, "keep_text", None) is not None:
-        _one_of(p, prefix, "keep_text", ("all", "compact"))
-    if getattr(p, "null_seed_offset", None) == 0:
+    _one_of(p, prefix, "keep_text", ("all", "compact"))
+    if p.null_seed_offset == 0:
         _fail(f"{prefix}.null_seed_offset", 0, "must not be 0: the base-vs-base null probes the base "
               f"again with another sampling seed, {prefix}.seed + offset (null = no null probe)")
 
@@ -136,10 +138,8 @@ def validate_sampler(s: Any, prefix: str = "sampler") -> None:
         _fail(f"{prefix}.vllm.gpu_memory_utilization", vllm.gpu_memory_utilization,
               "must be in (0, 1]")
     _at_least(vllm, f"{prefix}.vllm", "tensor_parallel_size", 1)
-    power = getattr(s, "power", None)
-    if power is not None:
-        _at_least(power, f"{prefix}.power", "alpha", 1, " (the power of p sampled; 1 = the base itself)")
-        _at_least(power, f"{prefix}.power", "mcmc_steps", 0, " (0 = plain samples at T / alpha)")
+    _at_least(s.power, f"{prefix}.power", "alpha", 1, " (the power of p sampled; 1 = the base itself)")
+    _at_least(s.power, f"{prefix}.power", "mcmc_steps", 0, " (0 = plain samples at T / alpha)")
     if s.name == "vllm" and importlib.util.find_spec("vllm") is None:
         raise ConfigError("sampler=vllm needs vLLM, which is not installed here: install it on a GPU "
                           "machine (pip install 'boundlab[gpu]') or use sampler=hf")
@@ -168,7 +168,7 @@ def validate_match_entropy(m: Any, prefix: str = "match_entropy") -> None:
     _one_of(m, prefix, "tokens", ("all", "decision"))
 
 
-def _check_match_entropy(cfg: Any) -> None:
+def _check_match_entropy(cfg: DictConfig) -> None:
     """match_entropy.of with what it cannot be combined with."""
     m = cfg.get("match_entropy")
     if m is None or m.of is None:
@@ -313,7 +313,7 @@ _AREAS = (
 )
 
 
-def _check_power(cfg: Any) -> None:
+def _check_power(cfg: DictConfig) -> None:
     """sampler=power samples p^alpha with p the base at probe.temperature: nothing may change p."""
     s, p = cfg.get("sampler"), cfg.get("probe")
     if s is None or s.get("name") != "power" or p is None:
@@ -333,8 +333,9 @@ def _check_power(cfg: Any) -> None:
               "per-token entropy to match)")
 
 
-def validate(cfg: Any) -> None:
-    """Check every area the config has (probe.py's and train.py's share most of them)."""
+def validate(cfg: DictConfig) -> None:
+    """Check every area the config has (probe.py's and train.py's share most of them): the
+    composed DictConfig (ProbeMain or TrainMain), before the entry point types it."""
     for key, check in _AREAS:
         if key in cfg and cfg[key] is not None:
             check(cfg[key], key)

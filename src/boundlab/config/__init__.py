@@ -3,14 +3,19 @@
 
 Each primary config (`conf/probe.yaml`, ...) starts its defaults list with the matching schema
 registered here, so Hydra merges the YAML files into these dataclasses: a misspelt key or a value of
-the wrong type fails at start with a message that names it.
+the wrong type fails at start with a message that names it. After its checks, an entry point turns the
+composed DictConfig into its dataclass once (`as_typed`; probe.py -> ProbeMain, report.py ->
+ReportMain) and hands typed values down; a copy with changes is `dataclasses.replace` (`with_updates`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping, TypeVar
 
 from hydra.core.config_store import ConfigStore
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 from boundlab.config.probing import (MOVED_KEYS, CodeVerifyConfig, HFSamplerConfig, LoggerConfig,
                                      MatchEntropyConfig, MathVerifyConfig, ModelConfig, PowerSamplerConfig,
@@ -53,13 +58,63 @@ def register_configs() -> None:
 
 
 def to_dict(cfg: Any) -> dict:
+    """A config (a DictConfig or a schema instance) as plain, resolved Python containers."""
+    import dataclasses
+
     from omegaconf import OmegaConf
 
+    if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
+        return dataclasses.asdict(cfg)
     return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
 
 
+T = TypeVar("T")
+
+
+def as_typed(cfg: Any, schema: type[T]) -> T:
+    """`cfg` as an instance of the dataclass `schema`, converted once at an entry point.
+
+    A `schema` instance passes through; a DictConfig composed onto the schema (what Hydra gives an
+    entry point) becomes its dataclass (`OmegaConf.to_object`: every value resolved and typed); an
+    untyped node (a run's saved `.hydra/config.yaml`), a mapping or a namespace is merged onto the
+    schema's defaults, so a key the schema does not know is refused in one line, as on the command
+    line, and a field it lacks takes the schema's default."""
+    import dataclasses
+
+    from omegaconf import DictConfig, OmegaConf
+
+    if isinstance(cfg, schema):
+        return cfg
+    if isinstance(cfg, DictConfig) and OmegaConf.get_type(cfg) is schema:
+        return OmegaConf.to_object(cfg)  # type: ignore[return-value]
+    known = {f.name for f in dataclasses.fields(schema)}  # type: ignore[arg-type]
+    if isinstance(cfg, DictConfig):
+        data = OmegaConf.to_container(cfg, resolve=True)
+    elif isinstance(cfg, Mapping):
+        data = dict(cfg)
+    else:  # a namespace or any object: its attributes (its own, or its class's) that are fields
+        data = {k: getattr(cfg, k) for k in known if hasattr(cfg, k)}
+        data.update(getattr(cfg, "__dict__", {}))
+    unknown = sorted(set(map(str, data)) - known)  # type: ignore[arg-type]
+    if unknown:
+        raise ConfigError(f"unknown config key '{unknown[0]}' for {schema.__name__} "
+                          f"(known here: {', '.join(sorted(known))})")
+    merged = OmegaConf.merge(OmegaConf.structured(schema), data)
+    return OmegaConf.to_object(merged)  # type: ignore[return-value]
+
+
 def with_updates(node: Any, **updates: Any) -> Any:
-    """A plain copy of a config node with some values replaced (the node itself is not touched)."""
+    """A copy of a config node with some values replaced (the node itself is not touched): a
+    schema instance (or a DictConfig composed onto a schema) is copied with `dataclasses.replace`;
+    an untyped node (a run's saved config read by the watcher) into a plain namespace."""
+    import dataclasses
+
+    from omegaconf import DictConfig, OmegaConf
+
+    if isinstance(node, DictConfig) and dataclasses.is_dataclass(OmegaConf.get_type(node)):
+        node = OmegaConf.to_object(node)
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        return dataclasses.replace(node, **updates)
     from types import SimpleNamespace
 
     d = dict(to_dict(node))
@@ -71,7 +126,7 @@ class ConfigError(ValueError):
     pass
 
 
-def check_keys(cfg: Any, schema: Any = None, path: str = "") -> None:
+def check_keys(cfg: DictConfig, schema: type | None = None, path: str = "") -> None:
     """Reject keys the schema does not know, including ones added with Hydra's `+key=value`
     (Hydra applies `+` with the struct flag lifted, so typos would otherwise slip through)."""
     import dataclasses

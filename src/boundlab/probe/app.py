@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from boundlab.config import to_dict
+from boundlab.config import ProbeMain, ProbingMain, as_typed, to_dict
 from boundlab.probe.answer_stats import summary_lines
 from boundlab.probe.compare import ANSWER, STRICT, group_stats, headline_metric, saturation, view
 from boundlab.probe.context import ProbeContext
@@ -26,7 +26,10 @@ from boundlab.tasks import Task
 from boundlab.tracking.names import PROBE, PROBE_STEP, metric_key, passk_key, tier_prefix
 
 
-def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
+def run(cfg: ProbeMain, run_dir: str | Path) -> ProbeResult | Path:
+    """probe.py's run (`boundlab.apps.probe_run`): `cfg` typed there; a DictConfig (tests,
+    scripts) is converted here once."""
+    cfg = as_typed(cfg, ProbeMain)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     if cfg.watch:  # the entry layer (boundlab.apps) runs the watcher; it lives above probing
@@ -37,7 +40,7 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
         from boundlab.rundir.owner import refuse_overwrite
 
         # The task's own file (a jsonl task), the samples file, the store: never the export's target.
-        refuse_overwrite(cfg.export, [("task.path", getattr(cfg.task, "path", None)),
+        refuse_overwrite(cfg.export, [("task.path", cfg.task.path),
                                       ("samples", cfg.samples), ("store.path", cfg.store.path)], "export")
         tok = None
         if task.chat and (cfg.model.path or cfg.model.gguf_package):
@@ -58,7 +61,7 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
         return out
 
     with ProbeContext.from_config(cfg, task=task) as ctx:
-        if getattr(cfg, "match_entropy", None) is not None and cfg.match_entropy.of:
+        if cfg.match_entropy.of:
             from boundlab.probe.entropy_match import run_match
 
             set_threads(cfg.sampler.torch_threads)
@@ -72,7 +75,7 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
         else:
             result, model_name = probe_configured(ctx, cfg)
         logger = ctx.open_logger(cfg.logger, run_dir, to_dict(cfg))
-        predicted = _predict(result, getattr(cfg.probe, "predict_k", None), cfg.probe.ci)
+        predicted = _predict(result, cfg.probe.predict_k, cfg.probe.ci)
         write_outputs(result, run_dir, title=f"{model_name} on {task.name}", predicted=predicted)
         log_probe(logger, result, step=0, run_dir=run_dir, task=task, ci=cfg.probe.ci)
         print_summary(result, ctx.store.path, None if cfg.samples else cfg.probe.max_new_tokens, task,
@@ -85,7 +88,7 @@ def run(cfg: Any, run_dir: str | Path) -> ProbeResult | Path:
         return result
 
 
-def probe_configured(ctx: ProbeContext, cfg: Any) -> tuple[ProbeResult, str]:
+def probe_configured(ctx: ProbeContext, cfg: ProbingMain) -> tuple[ProbeResult, str]:
     """Probe the configured model (`cfg.model`, sampled by `cfg.sampler`) on `ctx.task` with the
     `probe` group's settings; scripts/gpu_check.py probes through this too."""
     threads = set_threads(cfg.sampler.torch_threads)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from boundlab.config import LoggerConfig, ModelConfig, ProbingMain, SamplerConfig, VerifyConfig
 from boundlab.probe import spec as _spec
 from boundlab.probe.store import Store
 from boundlab.tasks import Task
@@ -25,7 +26,7 @@ from boundlab.tasks import Task
 MakeSampler = Callable[[str], tuple[Any, Any]]
 
 
-def open_verifier(name: str, verify_cfg: Any = None, store_path: str | Path | None = None,
+def open_verifier(name: str, verify_cfg: VerifyConfig | Mapping[str, Any] | None = None, store_path: str | Path | None = None,
                   **options: Any) -> Any:
     """Verifier `name`, built with its options from the `verify` config (`verifier_options`) or, with
     no config, the keyword `options`. With a store, the code verifier keeps EvalPlus's canonical
@@ -71,15 +72,17 @@ class ProbeContext:
     # Progress bars while sampling.
     progress: bool = True
     # The `sampler` group, for `open_model` (a model config -> sampler, as probe.py opens its model).
-    sampler_cfg: Any = None
+    sampler_cfg: SamplerConfig | None = None
     _owned: list[Callable[[], None]] = field(default_factory=list, repr=False)
 
     @classmethod
-    def from_config(cls, cfg: Any, task: Task | None = None, progress: bool = True) -> "ProbeContext":
+    def from_config(cls, cfg: ProbingMain, task: Task | None = None, progress: bool = True) -> "ProbeContext":
         """From a composed probe.py or train.py config: the probed task (`task` when the caller
         built it already, else the task group cut to probe.limit), the store at store.path, the
         task's verifier with the `verify` group's options, and samplers by the `model` and `sampler`
-        groups. Close it (or use it as a context manager) to finish the logger and close the rest."""
+        groups. Close it (or use it as a context manager) to finish the logger and close the rest.
+        `cfg` is typed at probe.py; training and the watcher pass their DictConfig (read by
+        attribute only)."""
         from boundlab.sampling.checkpoint import sampler_factory
 
         task = task if task is not None else _spec.load_task(cfg)
@@ -100,7 +103,7 @@ class ProbeContext:
         return ProbeContext(task, self.store, self.verifier, self.make_sampler, self.logger,
                             self.progress, self.sampler_cfg)
 
-    def open_logger(self, logger_cfg: Any, run_dir: str | Path,
+    def open_logger(self, logger_cfg: LoggerConfig, run_dir: str | Path,
                     run_config: Mapping[str, Any] | None = None) -> Any:
         """Build the run logger (W&B or none); `close` finishes it (finishing twice is safe)."""
         from boundlab.tracking import build_logger
@@ -109,7 +112,7 @@ class ProbeContext:
         self._owned.append(self.logger.finish)
         return self.logger
 
-    def open_model(self, model_cfg: Any) -> OpenModel:
+    def open_model(self, model_cfg: ModelConfig) -> OpenModel:
         """A model config (probe.py's `model`, the temperature control's base, a teacher) opened
         for probing: resolved, its tokenizer, its sampler, its fingerprint (cached in the store)."""
         from boundlab.models import load_tokenizer, model_fingerprint, resolve_model_path

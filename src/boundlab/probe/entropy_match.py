@@ -37,16 +37,20 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from boundlab.config import ModelConfig, ProbeMain, as_typed
 from boundlab.errors import UserError
 from boundlab.probe.compare import compare, headline_metric, view
 from boundlab.probe.estimator import powers_of_two
 from boundlab.probe.runner import ProbeResult
 from boundlab.rundir.io import dumps as strict_dumps
 from boundlab.tasks import Task
+
+if TYPE_CHECKING:
+    from boundlab.probe.context import ProbeContext
 
 MATCHED, ALREADY, NOT_REACHED, CLOSEST = "matched", "already_at_or_above", "not_reached", "closest"
 # What the search matches (match_entropy.tokens): every token's entropy, or the decision tokens' only.
@@ -166,13 +170,11 @@ def _summary(res: ProbeResult, temperature: float) -> dict[str, Any]:
             "solvable": int((c > 0).sum())}
 
 
-def run_match(cfg: Any, ctx: Any, logger_factory: Callable[[], Any],
+def run_match(cfg: ProbeMain, ctx: ProbeContext, logger_factory: Callable[[], Any],
               run_dir: Path) -> dict[str, Any]:
     """The whole control (module docstring) on `ctx`'s task, store and verifier (a
     boundlab.probe.context.ProbeContext); returns what entropy_match.json holds."""
     from dataclasses import replace
-
-    from omegaconf import OmegaConf
 
     from boundlab.probe.runner import probe_model
     from boundlab.probe.spec import ProbeSpec
@@ -180,7 +182,7 @@ def run_match(cfg: Any, ctx: Any, logger_factory: Callable[[], Any],
     task, verifier, store = ctx.task, ctx.verifier, ctx.store
 
     m = cfg.match_entropy
-    match_on = str(getattr(m, "tokens", "all"))
+    match_on = str(m.tokens)
     if match_on not in ON:
         raise UserError(f"match_entropy.tokens={match_on!r}: must be one of {', '.join(ON)}")
     if match_on == "decision" and task.name != "toy2":
@@ -188,15 +190,15 @@ def run_match(cfg: Any, ctx: Any, logger_factory: Callable[[], Any],
                         f"its trace grammar), not task={task.name}")
     t0 = _round_t(cfg.probe.temperature)
     t_base = float(m.base_temperature) if m.base_temperature is not None else t0
-    base_cfg = OmegaConf.merge(cfg.model, {"path": str(m.of), "gguf_package": None,
-                                           "name": f"{cfg.model.name}-entropy-base"})
+    base_cfg = replace(as_typed(cfg.model, ModelConfig), path=str(m.of), gguf_package=None,
+                       name=f"{cfg.model.name}-entropy-base")
     sub = spread(task, int(m.problems))
     # The probe group's settings, fixed-n (the control never probes adaptively), at each temperature.
     spec0 = replace(ProbeSpec.from_config(cfg.probe), adaptive=None)
     gen0 = spec0.gen
     started = time.time()
 
-    def open_model(model_cfg: Any) -> tuple[Any, Any, str]:
+    def open_model(model_cfg: ModelConfig) -> tuple[Any, Any, str]:
         model = ctx.open_model(model_cfg)
         return model.sampler, model.tokenizer, model.fingerprint
 

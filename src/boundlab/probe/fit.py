@@ -12,7 +12,10 @@ choice, not a silent default.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 TOY_MODELS = frozenset({"toy", "toy_teacher", "toy2", "toy2_teacher", "toy_vlm"})
 TOY_PROBES = frozenset({"toy", "toy2"})
@@ -23,7 +26,7 @@ def _group(override: str) -> str:
     return override.split("=", 1)[0].lstrip("+~").split("@", 1)[0]
 
 
-def fit_probe_settings(cfg: Any, config_name: str) -> Any:
+def fit_probe_settings(cfg: DictConfig, config_name: str) -> DictConfig:
     """`cfg`, or `cfg` recomposed with `probe=real` when a real model would get the toy settings."""
     from hydra.core.hydra_config import HydraConfig
 

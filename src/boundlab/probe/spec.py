@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from boundlab.config import ProbeSettings, ProbingMain, as_typed
 from boundlab.probe.adaptive import AdaptivePlan
 from boundlab.sampling.base import GenSettings
 from boundlab.tasks import Task, build_task
@@ -40,24 +41,26 @@ class ProbeSpec:
     kl_samples: int = 8
 
     @classmethod
-    def from_config(cls, probe_cfg: Any) -> "ProbeSpec":
-        """From the `probe` config group (validated before: see boundlab.validate)."""
-        return cls(n=int(probe_cfg.n), gen=gen_settings(probe_cfg), seed=int(probe_cfg.seed),
-                   bootstrap_iters=int(probe_cfg.bootstrap_iters), ci=float(probe_cfg.ci),
-                   null_seed=None if getattr(probe_cfg, "null_seed_offset", None) is None
-                   else int(probe_cfg.seed) + int(probe_cfg.null_seed_offset),
-                   adaptive=AdaptivePlan.from_config(probe_cfg),
-                   keep_text=str(getattr(probe_cfg, "keep_text", "all")),
-                   gpass_tau=float(getattr(probe_cfg, "gpass_tau", 0.5)),
-                   kl_samples=int(getattr(probe_cfg, "kl_samples", 8)))
+    def from_config(cls, probe_cfg: ProbeSettings | Any) -> "ProbeSpec":
+        """From the `probe` config group (validated before: see boundlab.validate): a
+        `ProbeSettings`, or what `as_typed` turns into one (a DictConfig; a run's saved config,
+        whose fields added since take their defaults)."""
+        p = as_typed(probe_cfg, ProbeSettings)
+        return cls(n=int(p.n), gen=gen_settings(p), seed=int(p.seed),
+                   bootstrap_iters=int(p.bootstrap_iters), ci=float(p.ci),
+                   null_seed=None if p.null_seed_offset is None else int(p.seed) + int(p.null_seed_offset),
+                   adaptive=AdaptivePlan.from_config(p), keep_text=str(p.keep_text),
+                   gpass_tau=float(p.gpass_tau), kl_samples=int(p.kl_samples))
 
 
-def gen_settings(p: Any) -> GenSettings:
+def gen_settings(p: ProbeSettings) -> GenSettings:
     return GenSettings(temperature=p.temperature, top_p=p.top_p, max_new_tokens=p.max_new_tokens,
                        stop=tuple(p.stop))
 
 
-def load_task(cfg: Any) -> Task:
+def load_task(cfg: ProbingMain) -> Task:
+    """The probed task: the `task` group cut to `probe.limit` (`cfg` typed, or the DictConfig
+    training and the watcher hold)."""
     task = build_task(cfg.task)
     if cfg.probe.limit:
         task = task.with_problems(task.problems[: cfg.probe.limit])

@@ -71,7 +71,7 @@ def render(r: Report, d: Doc, groups: dict[str, np.ndarray], field: str | None) 
     if not by_arm:
         return
     cfg = r.cfg
-    iters = int(getattr(cfg, "delta_bootstrap_iters", H.ITERS))
+    iters = int(cfg.delta_bootstrap_iters)
     base_pp = r.base.summary.per_problem
     rows, notes, labels = [], [], {GAIN: 0, LOSS: 0, UNRESOLVED: 0}
     for arm, runs in by_arm.items():

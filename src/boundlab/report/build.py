@@ -19,10 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from boundlab.config import ConfigError, to_dict
+from boundlab.config import ConfigError, as_typed, to_dict
 from boundlab.probe.store import Store
 from boundlab.report import sections
 from boundlab.report.comparisons import Report, compute, log
+from boundlab.report.schema import ReportMain
 from boundlab.report.document import Doc, Table, anchor, plain
 
 # The numbered section headings of report.md, in order ("1. pass@k curves", ...), as registered.
@@ -72,7 +73,7 @@ def _log_to_logger(r: Report, d: Doc, logger: Any) -> None:
     logger.update_summary({k: plain(v) for k, v in r.summary.items()})
 
 
-def build(cfg: Any, out: Path, store: Store) -> tuple[Report, Doc]:
+def build(cfg: ReportMain, out: Path, store: Store) -> tuple[Report, Doc]:
     """Compute the comparisons, then render the header and every section into one Doc."""
     r = compute(cfg, store)
     d = Doc(out)
@@ -94,9 +95,11 @@ def build(cfg: Any, out: Path, store: Store) -> tuple[Report, Doc]:
     return r, d
 
 
-def run(cfg: Any) -> Path:
+def run(cfg: ReportMain) -> Path:
+    """report.py's run: `cfg` typed there; a DictConfig (tests) is converted here once."""
     from boundlab.tracking import build_logger
 
+    cfg = as_typed(cfg, ReportMain)
     if not cfg.base:
         raise ConfigError("base is required: a training run dir, a sweep dir, a probe key or a "
                           "model name in the store (base=outputs/train/...)")

@@ -25,13 +25,14 @@ from typing import Any
 import numpy as np
 
 from boundlab.probe.alike import note as alike_note, store_differences
-from boundlab.config import ConfigError
+from boundlab.config import ConfigError, as_typed
 from boundlab.probe import adaptive as AD
 from boundlab.probe.compare import ANSWER, STRICT
 from boundlab.probe.estimator import pass_at_k_curve
 from boundlab.probe.store import ProblemCounts, Store
 from boundlab.report import analysis as A
 from boundlab.report.inputs import Entry, Inputs, resolve_inputs, resolve_task
+from boundlab.report.schema import ReportMain
 
 
 def log(msg: str) -> None:
@@ -73,7 +74,7 @@ class RunProgress:
 
 @dataclass
 class Report:
-    cfg: Any
+    cfg: ReportMain
     store: Store
     inputs: Inputs
     ids: list[str]
@@ -120,7 +121,7 @@ def _answer(n: np.ndarray, ca: np.ndarray) -> tuple[float, float]:
     return float(curve[0]), float(curve[-1])
 
 
-def _adaptive(store: Store, key: str, ids: list[str], metric: str, cfg: Any
+def _adaptive(store: Store, key: str, ids: list[str], metric: str, cfg: ReportMain
               ) -> tuple[np.ndarray, np.ndarray] | None:
     """An adaptive probe's (headline, answer-only) pass@k matrices, by its own design
     (boundlab.probe.adaptive: k <= n0 from the first round, certified problems 1 beyond it), cut
@@ -138,7 +139,7 @@ def _adaptive(store: Store, key: str, ids: list[str], metric: str, cfg: Any
     return head, ans
 
 
-def _probe(cfg: Any, entry: Entry, counts: dict[str, ProblemCounts], ids: list[str],
+def _probe(cfg: ReportMain, entry: Entry, counts: dict[str, ProblemCounts], ids: list[str],
            metric: str = "answer", store: Store | None = None) -> Probe:
     n, c, ca = _arrays(counts, ids, metric)
     mats = None if store is None else _adaptive(store, entry.key, ids, metric, cfg)
@@ -148,14 +149,14 @@ def _probe(cfg: Any, entry: Entry, counts: dict[str, ProblemCounts], ids: list[s
     return Probe(entry, n, c, A.summarize(n, c, cfg.bootstrap_iters, cfg.ci, cfg.seed), _answer(n, ca))
 
 
-def vs_base(cfg: Any, ids: list[str], base: Probe, p: Probe) -> VsBase:
+def vs_base(cfg: ReportMain, ids: list[str], base: Probe, p: Probe) -> VsBase:
     b, m = base.summary.per_problem, p.summary.per_problem
     return VsBase(A.coverage(ids, base.c, p.c),
                   A.crossing_with_ci(b, m, cfg.bootstrap_iters, cfg.ci, cfg.seed),
                   A.delta_se(b, m, cfg.dse_k, cfg.bootstrap_iters, cfg.ci, cfg.seed))
 
 
-def progression(cfg: Any, store: Store, inputs: Inputs, ids: list[str], base: Probe,
+def progression(cfg: ReportMain, store: Store, inputs: Inputs, ids: list[str], base: Probe,
                 known: dict[str, Probe], metric: str = "answer") -> tuple[list[RunProgress], list[str]]:
     """Every run's checkpoints against the base, and the notes the progression section shows."""
     runs, notes = [], []
@@ -194,8 +195,10 @@ def progression(cfg: Any, store: Store, inputs: Inputs, ids: list[str], base: Pr
     return runs, notes
 
 
-def compute(cfg: Any, store: Store) -> Report:
-    """Resolve the inputs and compute everything the sections show."""
+def compute(cfg: ReportMain, store: Store) -> Report:
+    """Resolve the inputs and compute everything the sections show (`cfg` typed by `run`; a
+    DictConfig from a test is converted here)."""
+    cfg = as_typed(cfg, ReportMain)
     t0 = time.time()
     inputs = resolve_inputs(cfg, store)
     entries = [inputs.base, *inputs.models]

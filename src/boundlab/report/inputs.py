@@ -11,11 +11,16 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from boundlab.config import ConfigError
+from boundlab.config import ConfigError, TaskConfig
 from boundlab.probe.store import Store
 from boundlab.rundir.io import read_json, read_jsonl
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+    from boundlab.report.schema import ReportMain
 
 from boundlab.rundir import HYDRA_CONFIG, PROBES_FILE, RUN_INFO
 
@@ -135,7 +140,8 @@ def read_run(path: str | Path) -> RunDir:
 _TIMESTAMPED = re.compile(r"^\d{2}-\d{2}-\d{2}(_.*)?$")
 
 
-def _select(cfg: Any, key: str) -> Any:
+def _select(cfg: DictConfig | None, key: str) -> Any:
+    """A value of a run's saved config (untyped: a file, not a schema); None when absent."""
     if cfg is None:
         return None
     from omegaconf import OmegaConf
@@ -231,7 +237,7 @@ def _final(store: Store, run: RunDir, label: str | None = None) -> Entry | None:
                   run, step)
 
 
-def resolve_inputs(cfg: Any, store: Store) -> Inputs:
+def resolve_inputs(cfg: ReportMain, store: Store) -> Inputs:
     if not cfg.base:
         raise ConfigError("base is required: a training run dir, a sweep dir, a probe key or a "
                           "model name in the store (base=outputs/train/...)")
@@ -329,7 +335,7 @@ def _restricted(task: Any, ids: set[str]) -> Any:
     return task.with_problems([p for p in task.problems if p.problem_id in ids])
 
 
-def resolve_task(cfg: Any, inputs: Inputs, store: Store, ids: list[str]) -> tuple[Any, list[str]]:
+def resolve_task(cfg: ReportMain, inputs: Inputs, store: Store, ids: list[str]) -> tuple[Any, list[str]]:
     """The task the probes were made on, restricted to `ids`, and notes.
 
     From `cfg.task` when given; else the base run's config (its task and probe.limit); else the
@@ -337,8 +343,6 @@ def resolve_task(cfg: Any, inputs: Inputs, store: Store, ids: list[str]) -> tupl
     probe's task fingerprint: a mismatch (another template, say) is reported, since prompts then
     differ from the sampled ones.
     """
-    from types import SimpleNamespace
-
     from boundlab.tasks import build_task
 
     notes: list[str] = []
@@ -350,8 +354,7 @@ def resolve_task(cfg: Any, inputs: Inputs, store: Store, ids: list[str]) -> tupl
             task, how = build_task(run.config.task), f"the config of run {run.path}"
         else:
             name = inputs.base.task_name
-            task = build_task(SimpleNamespace(name=name, path=None, split="test", template=None,
-                                              chat=None, system=None, verifier=None, limit=None))
+            task = build_task(TaskConfig(name=name))  # the task's default options
             how = f"the task name {name!r} in the store"
     except (KeyError, ValueError, TypeError, FileNotFoundError) as e:
         raise ConfigError(f"cannot rebuild the probes' task ({e}); name it: task=<name> "

@@ -117,11 +117,9 @@ def seed_cells(ids: Sequence[str], base: tuple[np.ndarray, np.ndarray],
 def toy2_tiers(ids: Sequence[str]) -> dict[str, str]:
     """{problem id: tier} for toy2 test problems (the shipped test split), through the task registry
     (the report layer does not import a world; the entry point registers it: boundlab.builtins)."""
-    from types import SimpleNamespace
-
+    from boundlab.config import TaskConfig
     from boundlab.tasks import build_task
 
     want = set(ids)
-    task = build_task(SimpleNamespace(name="toy2", split="test", tiers=None, per_tier=None, limit=None,
-                                      train_mix=None))
+    task = build_task(TaskConfig(name="toy2", split="test"))  # every tier, every problem
     return {p.problem_id: p.meta["tier"] for p in task.problems if p.problem_id in want}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from boundlab.config import ModelConfig, SamplerConfig, as_typed, to_dict
 from boundlab.registry import Registry
 from boundlab.sampling.base import Completion, GenSettings, Sampler
 
@@ -16,7 +17,7 @@ SAMPLERS: Registry[Sampler] = Registry("sampler")
 
 
 @SAMPLERS.register("hf")
-def _hf(model_cfg: Any, sampler_cfg: Any, model: Any = None, tokenizer: Any = None) -> Sampler:
+def _hf(model_cfg: ModelConfig, sampler_cfg: SamplerConfig, model: Any = None, tokenizer: Any = None) -> Sampler:
     from boundlab.models import load_model, load_tokenizer, resolve_model_path
     from boundlab.sampling.hf import HFSampler
 
@@ -26,10 +27,8 @@ def _hf(model_cfg: Any, sampler_cfg: Any, model: Any = None, tokenizer: Any = No
         tokenizer = tokenizer or load_tokenizer(model_cfg, resolved)
         # Samplers hold a whole model on one rank, never a ZeRO-3 partition.
         model = load_model(model_cfg, device, resolved, whole=True)
-    from boundlab.config import to_dict
-
-    options = to_dict(sampler_cfg.hf) if getattr(sampler_cfg, "hf", None) is not None else {}
-    if getattr(model_cfg, "vision", False):
+    options = to_dict(sampler_cfg.hf)
+    if model_cfg.vision:
         from boundlab.models import load_processor
 
         options["processor"] = load_processor(model_cfg)
@@ -37,10 +36,8 @@ def _hf(model_cfg: Any, sampler_cfg: Any, model: Any = None, tokenizer: Any = No
 
 
 @SAMPLERS.register("vllm")
-def _vllm(model_cfg: Any, sampler_cfg: Any, model: Any = None, tokenizer: Any = None) -> Sampler:
+def _vllm(model_cfg: ModelConfig, sampler_cfg: SamplerConfig, model: Any = None, tokenizer: Any = None) -> Sampler:
     from boundlab.sampling.vllm import VLLMSampler, save_for_vllm
-
-    from boundlab.config import to_dict
 
     options = to_dict(sampler_cfg.vllm)
     if model is None:
@@ -52,12 +49,11 @@ def _vllm(model_cfg: Any, sampler_cfg: Any, model: Any = None, tokenizer: Any = 
 
 
 @SAMPLERS.register("power")
-def _power(model_cfg: Any, sampler_cfg: Any, model: Any = None, tokenizer: Any = None) -> Sampler:
-    from boundlab.config import to_dict
+def _power(model_cfg: ModelConfig, sampler_cfg: SamplerConfig, model: Any = None, tokenizer: Any = None) -> Sampler:
     from boundlab.models import load_model, load_tokenizer, resolve_model_path
     from boundlab.sampling.power import PowerSampler
 
-    if getattr(model_cfg, "vision", False):
+    if model_cfg.vision:
         from boundlab.config import ConfigError
 
         raise ConfigError("sampler=power samples text models only; use sampler=hf for a "
@@ -80,7 +76,10 @@ def pick_device(name: str) -> str:
     return name
 
 
-def build_sampler(model_cfg: Any, sampler_cfg: Any, **kw: Any) -> Sampler:
+def build_sampler(model_cfg: ModelConfig, sampler_cfg: SamplerConfig, **kw: Any) -> Sampler:
+    """The sampler `sampler_cfg.name` for `model_cfg`; the factories get both typed (`as_typed`:
+    training and the watcher hold DictConfigs)."""
+    model_cfg, sampler_cfg = as_typed(model_cfg, ModelConfig), as_typed(sampler_cfg, SamplerConfig)
     return SAMPLERS.get(sampler_cfg.name)(model_cfg, sampler_cfg, **kw)
 
 

@@ -7,37 +7,47 @@ This registry imports none of its entries (boundlab.builtins does).
 
 from __future__ import annotations
 
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Mapping
 
+from boundlab.config import TaskConfig, as_typed
 from boundlab.registry import Registry
 from boundlab.tasks.base import Problem, Task
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 TASKS: Registry[Task] = Registry("task")
 
 
-def build_task(cfg: Any) -> Task:
-    """Build the task named by `cfg.name`, then apply the generic options (limit, template...)."""
-    if getattr(cfg, "slice", None) and cfg.name != "toy2":
+def build_task(cfg: TaskConfig | DictConfig | SimpleNamespace | Mapping[str, Any]) -> Task:
+    """Build the task named by `cfg.name`, then apply the generic options (limit, template...).
+
+    `cfg` is the `task` group: a `TaskConfig`, or anything `as_typed` turns into one (a DictConfig,
+    a run's saved config, a namespace or mapping with some of its fields); factories get the
+    `TaskConfig`."""
+    if getattr(cfg, "name", None) is None and not (isinstance(cfg, Mapping) and cfg.get("name")):
+        raise ValueError("a task config needs a name (task=<name>)")
+    cfg = as_typed(cfg, TaskConfig)
+    if cfg.slice and cfg.name != "toy2":
         raise ValueError(f"task.slice={cfg.slice}: only task=toy2 has named slices")
     task = TASKS.get(cfg.name)(cfg)
-    if getattr(cfg, "template", None):
+    if cfg.template:
         task.template = cfg.template
-    if getattr(cfg, "chat", None) is not None:
+    if cfg.chat is not None:
         task.chat = bool(cfg.chat)
-    system = getattr(cfg, "system", None)
-    if system is not None:  # "" drops the task's system turn (the chat template's default applies)
-        task.system = system or None
-    if getattr(cfg, "verifier", None):
+    if cfg.system is not None:  # "" drops the task's system turn (the chat template's default applies)
+        task.system = cfg.system or None
+    if cfg.verifier:
         task.verifier = cfg.verifier
-    if getattr(cfg, "group_by", None):
+    if cfg.group_by:
         task.group_by = str(cfg.group_by)
-    limit = getattr(cfg, "limit", None)
-    if limit:
-        task = task.with_problems(task.problems[: int(limit)])
+    if cfg.limit:
+        task = task.with_problems(task.problems[: int(cfg.limit)])
     if not task.problems:
         from boundlab.tasks.jsonl import DataError
 
-        raise DataError(f"task {cfg.name!r} has no problems (task.split={getattr(cfg, 'split', None)})")
+        raise DataError(f"task {cfg.name!r} has no problems (task.split={cfg.split})")
     return task
 
 

@@ -31,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
+from boundlab.config import TaskConfig
 from boundlab.tasks import TASKS
 from boundlab.tasks.base import Problem, Task
 from boundlab.tasks.jsonl import DataError, iter_jsonl
@@ -188,7 +189,7 @@ def _task(name: str, problems: list[Problem]) -> Task:
 
 
 def _register(name: str, source: str, keep: Callable[[Problem], bool] = lambda p: True) -> None:
-    def factory(cfg: Any) -> Task:
+    def factory(cfg: TaskConfig | None) -> Task:
         return _task(name, [p for p, _ in _load(source) if keep(p)])
 
     TASKS.register(name)(factory)

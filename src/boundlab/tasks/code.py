@@ -33,6 +33,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from boundlab.config import TaskConfig
 from boundlab.tasks import TASKS
 from boundlab.tasks.base import Problem, Task
 from boundlab.tasks.jsonl import DataError, iter_jsonl
@@ -58,7 +59,7 @@ def humaneval_problems() -> list[Problem]:
 
 
 @TASKS.register("humaneval")
-def _humaneval(cfg: Any) -> Task:
+def _humaneval(cfg: TaskConfig | None) -> Task:
     return Task("humaneval", humaneval_problems(), template="{question}", verifier="code",
                 chat=False)
 
@@ -216,8 +217,8 @@ def load_code_jsonl(path: str | Path) -> list[Problem]:
 
 
 @TASKS.register("code_jsonl")
-def _code_jsonl(cfg: Any) -> Task:
-    path = getattr(cfg, "path", None)
+def _code_jsonl(cfg: TaskConfig | None) -> Task:
+    path = cfg.path if cfg is not None else None
     if not path:
         from boundlab.config import ConfigError
 

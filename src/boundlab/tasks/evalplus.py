@@ -30,6 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from boundlab.config import TaskConfig
 from boundlab.tasks import TASKS
 from boundlab.tasks.base import Problem, Task
 from boundlab.tasks.jsonl import DataError, iter_jsonl
@@ -54,9 +55,9 @@ def missing_file_message(task: str, path: str | None, filename: str, url: str) -
             f"time), put it at {where} or anywhere, and pass task.path=FILE")
 
 
-def resolve_path(task: str, cfg: Any, filename: str, url: str) -> Path:
+def resolve_path(task: str, cfg: TaskConfig | None, filename: str, url: str) -> Path:
     """task.path, else the default location; a missing file is one line saying what to get."""
-    raw = getattr(cfg, "path", None) if cfg is not None else None
+    raw = cfg.path if cfg is not None else None
     path = Path(raw).expanduser() if raw else Path(DATA_DIR).expanduser() / filename
     if not path.is_file():
         raise DataError(missing_file_message(task, raw, filename, url))
@@ -111,8 +112,8 @@ def load_evalplus(path: str | Path, dataset: str, tests: str = "plus") -> list[P
 def _factory(name: str):
     filename, dataset, url = RELEASES[name]
 
-    def build(cfg: Any) -> Task:
-        tests = str(getattr(cfg, "tests", None) or "plus")
+    def build(cfg: TaskConfig | None) -> Task:
+        tests = str((cfg.tests if cfg is not None else None) or "plus")
         path = resolve_path(name, cfg, filename, url)
         task_name = name if tests == "plus" else f"{name}-base"
         return Task(task_name, load_evalplus(path, dataset, tests), template="{question}",

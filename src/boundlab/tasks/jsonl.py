@@ -11,6 +11,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
+from boundlab.config import TaskConfig
 from boundlab.tasks.base import Problem, Task
 
 
@@ -83,8 +84,8 @@ def load_jsonl_problems(path: str | Path) -> list[Problem]:
     return problems
 
 
-def _jsonl_task(cfg: Any) -> Task:
-    path = getattr(cfg, "path", None)
+def _jsonl_task(cfg: TaskConfig | None) -> Task:
+    path = cfg.path if cfg is not None else None
     if not path:
         from boundlab.config import ConfigError
 

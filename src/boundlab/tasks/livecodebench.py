@@ -38,6 +38,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from boundlab.config import TaskConfig
 from boundlab.tasks import TASKS
 from boundlab.tasks.base import Problem, Task
 from boundlab.tasks.evalplus import missing_file_message
@@ -221,11 +222,11 @@ def load_livecodebench(path: str | Path, date_from: str | None = None,
 
 
 @TASKS.register("livecodebench")
-def _livecodebench(cfg: Any) -> Task:
-    raw = getattr(cfg, "path", None) if cfg is not None else None
+def _livecodebench(cfg: TaskConfig | None) -> Task:
+    raw = cfg.path if cfg is not None else None
     p = Path(raw).expanduser() if raw else None
     if p is None or not p.is_file():
         raise DataError(missing_file_message("livecodebench", raw, FILENAME, URL))
-    problems = load_livecodebench(p, getattr(cfg, "date_from", None), getattr(cfg, "date_to", None))
+    problems = load_livecodebench(p, cfg.date_from, cfg.date_to)
     return Task("livecodebench", problems, template="{question}", verifier="code", chat=True,
                 system=SYSTEM)

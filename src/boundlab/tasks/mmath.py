@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib import resources
-from typing import Any
 
+from boundlab.config import TaskConfig
 from boundlab.tasks import TASKS
 from boundlab.tasks.base import Problem, Task
 
@@ -29,7 +29,7 @@ def _rows() -> tuple[dict, ...]:
 
 
 def _make(name: str, source: str, prefix: str):
-    def factory(cfg: Any) -> Task:
+    def factory(cfg: TaskConfig | None) -> Task:
         problems = [
             Problem(f"{prefix}-{r['data_source_id']}", r["question"], r["answer"], {"source": source})
             for r in _rows()

@@ -33,6 +33,7 @@ import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Callable
 
+from boundlab.config import TaskConfig
 from boundlab.tasks import TASKS
 from boundlab.tasks.base import Problem, Task
 from boundlab.tasks.jsonl import DataError, iter_jsonl
@@ -236,11 +237,11 @@ def load_mathvision(path: str | Path, image_dir: str | Path, check_images: bool 
     return out
 
 
-def _factory(name: str, loader: Callable[..., list[Problem]], example: str) -> Callable[[Any], Task]:
-    def factory(cfg: Any) -> Task:
+def _factory(name: str, loader: Callable[..., list[Problem]], example: str) -> Callable[[TaskConfig | None], Task]:
+    def factory(cfg: TaskConfig | None) -> Task:
         from boundlab.config import ConfigError
 
-        raw_path, raw_dir = getattr(cfg, "path", None), getattr(cfg, "image_dir", None)
+        raw_path, raw_dir = (cfg.path, cfg.image_dir) if cfg is not None else (None, None)
         if not raw_path or not raw_dir:
             missing = " and ".join(k for k, v in (("task.path", raw_path), ("task.image_dir", raw_dir)) if not v)
             raise ConfigError(f"task={name} needs {missing}: your own copy of the benchmark (nothing is "
@@ -252,7 +253,7 @@ def _factory(name: str, loader: Callable[..., list[Problem]], example: str) -> C
             raise DataError(f"task={name}: task.image_dir={image_dir} is not a folder (the folder the "
                             f"rows' image paths are relative to)")
         problems = loader(path, image_dir)
-        qtype = getattr(cfg, "question_type", None)
+        qtype = cfg.question_type if cfg is not None else None
         if qtype is not None:
             if qtype not in QUESTION_TYPES:
                 raise ConfigError(f"task.question_type={qtype}: must be one of "

@@ -11,8 +11,9 @@ TypeError at build time, never silently dropped.
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, Mapping
 
+from boundlab.config import VerifyConfig
 from boundlab.registry import Registry
 from boundlab.verify.base import Verdict, Verifier
 
@@ -23,7 +24,7 @@ def build_verifier(name: str, **options: Any) -> Verifier:
     return VERIFIERS.get(name)(**options)
 
 
-def verifier_options(name: str, verify_cfg: Any) -> dict[str, Any]:
+def verifier_options(name: str, verify_cfg: VerifyConfig | Mapping[str, Any]) -> dict[str, Any]:
     """The options verifier `name` is built with from the `verify` config: its own block
     (`verify.<name>`) and those shared keys (every non-block key, e.g. `workers`) that its
     constructor takes. Other verifiers' blocks never reach it."""

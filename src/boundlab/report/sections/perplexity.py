@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from boundlab.config import ModelConfig
 from boundlab.report import analysis as A
 from boundlab.report.comparisons import Report, log
 from boundlab.report.document import Doc, Table
 from boundlab.report.inputs import Inputs
+from boundlab.report.schema import ReportMain
 
 
 def rows_within_n(rows: list[Any], n_max: int | None) -> list[Any]:
@@ -31,25 +34,25 @@ def rows_within_n(rows: list[Any], n_max: int | None) -> list[Any]:
     return out
 
 
-def scorer(cfg: Any, inputs: Inputs) -> tuple[Any, str]:
-    """The base model's config namespace and folder for scoring."""
+def scorer(cfg: ReportMain, inputs: Inputs) -> tuple[ModelConfig, str]:
+    """The base model's config and folder for scoring."""
     from boundlab.models import ModelNotFound, resolve_model_path
 
     pc = cfg.perplexity
     run = inputs.base.run
     run_model = getattr(run.config, "model", None) if run is not None and run.config is not None else None
     trust = bool(getattr(run_model, "trust_remote_code", False))
-    ns = dict(name="base", dtype=pc.dtype, trust_remote_code=trust, allow_download=False,
-              gguf_package=None, gguf_file=None, cache_dir=".")
+    scoring = ModelConfig(name="base", dtype=pc.dtype, trust_remote_code=trust, allow_download=False,
+                          gguf_package=None, gguf_file=None, cache_dir=".")
     if pc.model_path:
-        given = SimpleNamespace(**ns, path=pc.model_path)
+        given = replace(scoring, path=pc.model_path)
         return given, resolve_model_path(given)
     meta_path = inputs.base.meta.get("path")
     if meta_path and Path(meta_path).is_dir():
-        return SimpleNamespace(**ns, path=meta_path), str(meta_path)
+        return replace(scoring, path=meta_path), str(meta_path)
     if run is not None and run.config is not None:
         resolved = resolve_model_path(run.config.model)
-        return SimpleNamespace(**ns, path=resolved), resolved
+        return replace(scoring, path=resolved), resolved
     raise ModelNotFound(
         f"the perplexity section needs the base model, and its folder is unknown "
         f"(probe meta.path={meta_path!r}): set perplexity.model_path=... or perplexity.enabled=false")
