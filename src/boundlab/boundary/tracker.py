@@ -30,7 +30,7 @@ import math
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from boundlab.probe.alike import note as alike_note, store_differences
 from boundlab.boundary import rows as R
