@@ -34,7 +34,7 @@ def main() -> None:
     from boundlab.sampling.base import GenSettings
     from boundlab.sampling.hf import HFSampler
     from boundlab.tasks import build_task
-    from boundlab.toyworld2.paths import base_model_dir
+    from boundlab.worlds.toyworld2.paths import base_model_dir
 
     torch.set_num_threads(1)
     d = base_model_dir()

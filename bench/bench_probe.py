@@ -36,13 +36,13 @@ def load(model_arg: str, tmp: Path):
     from boundlab.models import load_model, load_tokenizer, models_cache_dir, resolve_model_path
 
     if model_arg == "toy":
-        from boundlab.toyworld.paths import base_model_dir
+        from boundlab.worlds.toyworld.paths import base_model_dir
 
         cfg = SimpleNamespace(name="toy", path=str(base_model_dir()), gguf_package=None,
                               dtype="float32", trust_remote_code=False, allow_download=False)
         task = "toy_arith"
     elif model_arg == "toy2":
-        from boundlab.toyworld2.paths import base_model_dir as base2
+        from boundlab.worlds.toyworld2.paths import base_model_dir as base2
 
         cfg = SimpleNamespace(name="toy2", path=str(base2()), gguf_package=None,
                               dtype="float32", trust_remote_code=False, allow_download=False)

@@ -319,7 +319,7 @@ def main() -> None:
     from boundlab.sampling.base import GenSettings
     from boundlab.sampling.hf import HFSampler
     from boundlab.tasks import build_task
-    from boundlab.toyworld2.paths import base_model_dir
+    from boundlab.worlds.toyworld2.paths import base_model_dir
     from boundlab.verify import build_verifier
 
     ci, iters = 0.95, 1000

@@ -10,7 +10,7 @@ torch.set_num_threads(1)
 import boundlab.builtins
 from types import SimpleNamespace
 from transformers import AutoModelForCausalLM, AutoTokenizer
-from boundlab.toyworld2.paths import base_model_dir
+from boundlab.worlds.toyworld2.paths import base_model_dir
 from boundlab.sampling.hf import HFSampler
 from boundlab.sampling.base import GenSettings
 from boundlab.tasks import build_task

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import torch
 
-from boundlab.toyworld2 import audit as A
-from boundlab.toyworld2.paths import base_model_dir
-from boundlab.toyworld2.task import toy2_problems
+from boundlab.worlds.toyworld2 import audit as A
+from boundlab.worlds.toyworld2.paths import base_model_dir
+from boundlab.worlds.toyworld2.task import toy2_problems
 
 
 def main() -> None:

@@ -5,8 +5,8 @@ followed an honoured bracket.
 import collections, json, sys, torch
 from pathlib import Path
 torch.set_num_threads(1)
-from boundlab.toyworld2.audit import _load, _verdicts
-from boundlab.toyworld2.task import toy2_problems
+from boundlab.worlds.toyworld2.audit import _load, _verdicts
+from boundlab.worlds.toyworld2.task import toy2_problems
 model, tok = _load(Path(sys.argv[1]))
 probs = toy2_problems("test", tiers=["B3", "B4", "H2"], per_tier=50)
 out = []

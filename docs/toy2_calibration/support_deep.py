@@ -3,8 +3,8 @@ they have any at n=4096 (a fresh seed)?  python docs/toy2_calibration/support_de
 import json, sys, time, torch
 from pathlib import Path
 torch.set_num_threads(1)
-from boundlab.toyworld2.audit import _load, _verdicts
-from boundlab.toyworld2.task import toy2_problems
+from boundlab.worlds.toyworld2.audit import _load, _verdicts
+from boundlab.worlds.toyworld2.task import toy2_problems
 model, tok = _load(Path(sys.argv[1]))
 out = {}
 t0 = time.time()

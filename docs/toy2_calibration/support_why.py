@@ -4,8 +4,8 @@ takes and what happens after it takes them all (n = 1024, seed 11).
 import json, sys, collections, torch
 from pathlib import Path
 torch.set_num_threads(1)
-from boundlab.toyworld2.audit import _load, _verdicts
-from boundlab.toyworld2.task import toy2_problems
+from boundlab.worlds.toyworld2.audit import _load, _verdicts
+from boundlab.worlds.toyworld2.task import toy2_problems
 model, tok = _load(Path(sys.argv[1] if len(sys.argv) > 1 else "/work/tw2run2/base"))
 qs = ['7*(7+2)+5','2*9*(3+1)','5*1*(5+6)','3*(3+3)*5','2*2*(9+3)', '2+6*4*2+8','4*3+4*3*2','1*5+9*2*2','2+6*4*2+9']
 allp = {p.question: p for t in ["B4","H2"] for p in toy2_problems("test", tiers=[t], per_tier=50)}

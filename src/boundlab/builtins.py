@@ -36,17 +36,17 @@ import boundlab.sampling  # noqa: F401
 # notice on stdout), which probe.py and report.py never need; train.py's path imports it (the
 # algorithm check in boundlab.validate, then boundlab.training.app).
 # The toy worlds: their tasks, their verifiers and their shipped models, which the
-# ${toy_model:...} config resolver (boundlab.worldkit.paths) resolves by name.
-import boundlab.toyworld.paths  # noqa: F401 - ${toy_model:base}, ${toy_model:teacher}
-import boundlab.toyworld.task  # noqa: F401 - toy_arith
-import boundlab.toyworld.verifier  # noqa: F401 - toy
-import boundlab.toyworld2.paths  # noqa: F401 - ${toy_model:base2}, ${toy_model:teacher2}
-import boundlab.toyworld2.task  # noqa: F401 - toy2
-import boundlab.toyworld2.verifier  # noqa: F401 - toy2
-import boundlab.toyvision.paths  # noqa: F401 - ${toy_model:vlm}
-import boundlab.toyvision.task  # noqa: F401 - toy_vision (toyworld2's verifier)
+# ${toy_model:...} config resolver (boundlab.worlds.common.paths) resolves by name.
+import boundlab.worlds.toyworld.paths  # noqa: F401 - ${toy_model:base}, ${toy_model:teacher}
+import boundlab.worlds.toyworld.task  # noqa: F401 - toy_arith
+import boundlab.worlds.toyworld.verifier  # noqa: F401 - toy
+import boundlab.worlds.toyworld2.paths  # noqa: F401 - ${toy_model:base2}, ${toy_model:teacher2}
+import boundlab.worlds.toyworld2.task  # noqa: F401 - toy2
+import boundlab.worlds.toyworld2.verifier  # noqa: F401 - toy2
+import boundlab.worlds.toyvision.paths  # noqa: F401 - ${toy_model:vlm}
+import boundlab.worlds.toyvision.task  # noqa: F401 - toy_vision (toyworld2's verifier)
 from boundlab.report.schema import ReportMain
-from boundlab.worldkit.paths import register_resolver
+from boundlab.worlds.common.paths import register_resolver
 
 register_resolver()
 # report.py's schema lives beside the report code, above the config layer.

@@ -47,7 +47,7 @@ def _cases(d: Path) -> dict[str, tuple[str, list[str], str]]:
     corrupt_store.write_bytes(b"not a database at all " * 100)
     store_dir = d / "store_dir"
     store_dir.mkdir()
-    from boundlab.toyworld import paths
+    from boundlab.worlds.toyworld import paths
 
     model = d / "torn_model"
     shutil.copytree(paths.base_model_dir(), model)

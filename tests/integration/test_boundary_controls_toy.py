@@ -24,7 +24,7 @@ from boundlab.probe.spec import ProbeSpec, load_task
 from boundlab.probe.store import Store
 from boundlab.sampling.checkpoint import sampler_factory
 from boundlab.tasks.base import Problem
-from boundlab.toyworld.paths import base_model_dir, teacher_model_dir
+from boundlab.worlds.toyworld.paths import base_model_dir, teacher_model_dir
 from boundlab.tracking import build_logger
 from boundlab.tracking.reader import read_offline_run
 from boundlab.verify import build_verifier

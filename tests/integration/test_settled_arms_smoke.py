@@ -15,7 +15,7 @@ import torch
 from omegaconf import OmegaConf
 from safetensors.torch import load_file
 
-from boundlab.toyworld2.paths import base_model_dir
+from boundlab.worlds.toyworld2.paths import base_model_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 ARMS = {

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from boundlab.toyvision.paths import base_model_dir
-from boundlab.toyworld2.audit import weights_sha256
+from boundlab.worlds.toyvision.paths import base_model_dir
+from boundlab.worlds.toyworld2.audit import weights_sha256
 
 pytestmark = pytest.mark.skipif(not (base_model_dir() / "model.safetensors").exists(),
                                 reason="the toy_vlm base is not shipped in this checkout")
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not (base_model_dir() / "model.safetensors").exi
 
 def test_audit_on_a_tiny_probe(tmp_path):
     out = tmp_path / "audit.json"
-    r = subprocess.run([sys.executable, "-m", "boundlab.toyvision.audit", "--n", "8", "--per-tier", "3",
+    r = subprocess.run([sys.executable, "-m", "boundlab.worlds.toyvision.audit", "--n", "8", "--per-tier", "3",
                         "--support-n", "16", "--support-per-tier", "2", "--render-dir",
                         str(tmp_path / "img"), "--out", str(out)],
                        capture_output=True, text=True, timeout=600)

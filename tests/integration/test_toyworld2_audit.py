@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from boundlab.toyworld2.audit import weights_sha256
-from boundlab.toyworld2.paths import base_model_dir, teacher_model_dir
+from boundlab.worlds.toyworld2.audit import weights_sha256
+from boundlab.worlds.toyworld2.paths import base_model_dir, teacher_model_dir
 
 pytestmark = pytest.mark.skipif(not (base_model_dir() / "model.safetensors").exists(),
                                 reason="the toy2 base is not shipped in this checkout")
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not (base_model_dir() / "model.safetensors").exi
 
 def test_audit_on_a_tiny_probe(tmp_path):
     out = tmp_path / "audit.json"
-    r = subprocess.run([sys.executable, "-m", "boundlab.toyworld2.audit", "--n", "8", "--per-tier", "3",
+    r = subprocess.run([sys.executable, "-m", "boundlab.worlds.toyworld2.audit", "--n", "8", "--per-tier", "3",
                         "--support-n", "16", "--support-per-tier", "2",
                         "--teacher", str(teacher_model_dir()), "--out", str(out)],
                        capture_output=True, text=True, timeout=600)
@@ -49,7 +49,7 @@ def test_audit_on_a_tiny_probe(tmp_path):
     # are (same n, problems and seed), the teacher is sampled again, and the check that ties them is
     # the weights' sha256.
     out2 = tmp_path / "audit_teacher.json"
-    r = subprocess.run([sys.executable, "-m", "boundlab.toyworld2.audit", "--base-audit", str(out),
+    r = subprocess.run([sys.executable, "-m", "boundlab.worlds.toyworld2.audit", "--base-audit", str(out),
                         "--teacher", str(teacher_model_dir()), "--out", str(out2)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -62,7 +62,7 @@ def test_audit_on_a_tiny_probe(tmp_path):
     # An audit of other weights is refused, in one line.
     a["base_sha256"] = "0" * 64
     out.write_text(json.dumps(a))
-    r = subprocess.run([sys.executable, "-m", "boundlab.toyworld2.audit", "--base-audit", str(out),
+    r = subprocess.run([sys.executable, "-m", "boundlab.worlds.toyworld2.audit", "--base-audit", str(out),
                         "--out", str(tmp_path / "x.json")], capture_output=True, text=True, timeout=600)
     assert r.returncode != 0 and "cannot be reused" in r.stderr
     assert not (tmp_path / "x.json").exists()

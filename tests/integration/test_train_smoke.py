@@ -14,7 +14,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from boundlab.toyworld2.paths import base_model_dir
+from boundlab.worlds.toyworld2.paths import base_model_dir
 from boundlab.tracking.reader import read_offline_run
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -27,7 +27,7 @@ from boundlab.probe.spec import ProbeSpec
 from boundlab.probe.store import Store
 from boundlab.sampling.base import Completion, GenSettings
 from boundlab.tasks.base import Problem, Task
-from boundlab.toyworld.world import Expr, trace
+from boundlab.worlds.toyworld.world import Expr, trace
 from boundlab.verify import build_verifier
 
 QS = [("1*3+9", "12", "E"), ("2-6+4", "0", "E"), ("6+3*9", "33", "H"), ("4+8*7", "60", "H")]

@@ -48,8 +48,8 @@ def test_groups_follow_the_worlds_order_not_first_seen():
 
 
 def test_the_toy2_task_lists_tiers_in_the_worlds_order():
-    from boundlab.toyworld2.task import toy2_problems
-    from boundlab.toyworld2.world import TIERS
+    from boundlab.worlds.toyworld2.task import toy2_problems
+    from boundlab.worlds.toyworld2.world import TIERS
     from boundlab.tasks import build_task
     from types import SimpleNamespace
 

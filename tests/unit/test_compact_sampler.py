@@ -19,7 +19,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, Llama
 from boundlab.sampling.base import GenSettings
 from boundlab.sampling.compact import CompactDecoder
 from boundlab.sampling.hf import HFSampler
-from boundlab.toyworld2.paths import base_model_dir
+from boundlab.worlds.toyworld2.paths import base_model_dir
 
 PROMPTS = ["Q:9+6*1*5;", "Q:2#7;", "Q:(3+4)*2-1#5+8;", "Q:1+1;", "Q:7*8-3;"]
 

@@ -1,5 +1,5 @@
 """The entropy view split into decision tokens and the rest (boundlab.probe.decision_entropy,
-boundlab.toyworld2.decisions): the decision offsets of hand-written traces, and the split of a
+boundlab.worlds.toyworld2.decisions): the decision offsets of hand-written traces, and the split of a
 hand-made sequence whose per-token entropies are computed by hand."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from boundlab.probe import decision_entropy as DE
-from boundlab.toyworld2.decisions import decision_offsets
-from boundlab.toyworld2.tokenizer import build_tokenizer
-from boundlab.toyworld2.world import prompt
+from boundlab.worlds.toyworld2.decisions import decision_offsets
+from boundlab.worlds.toyworld2.tokenizer import build_tokenizer
+from boundlab.worlds.toyworld2.world import prompt
 
 torch.set_num_threads(1)
 
@@ -100,7 +100,7 @@ def test_teacher_forced_entropies_by_hand():
 
 def test_the_toy2_verifier_gives_the_probe_layer_its_decision_offsets():
     from boundlab.tasks.base import Problem
-    from boundlab.toyworld2.verifier import Toy2Verifier
+    from boundlab.worlds.toyworld2.verifier import Toy2Verifier
 
     text = "3*4=12>2+12+5*2,2+12=14>14+5*2,5*2=10>14+10,14+10=24;A:24"
     p = Problem("p", "2+3*4+5*2", "24", {"tier": "H2"})

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from boundlab.toyworld2.paths import base_model_dir
+from boundlab.worlds.toyworld2.paths import base_model_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,7 +41,7 @@ def test_toy2_base_against_itself_on_decision_tokens(tmp_path):
     from boundlab.probe.entropy_match import CLOSEST, MATCHED
     from boundlab.probe.store import Store
     from boundlab.tasks import build_task
-    from boundlab.toyworld2.decisions import decision_offsets
+    from boundlab.worlds.toyworld2.decisions import decision_offsets
 
     torch.set_num_threads(1)
     base = base_model_dir()

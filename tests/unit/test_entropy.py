@@ -26,7 +26,7 @@ from boundlab.probe.store import SampleRow, Store
 from boundlab.sampling.base import GenSettings, token_entropy
 from boundlab.sampling.compact import CompactDecoder
 from boundlab.sampling.hf import EntropyRecorder, HFSampler
-from boundlab.toyworld2.paths import base_model_dir
+from boundlab.worlds.toyworld2.paths import base_model_dir
 
 PROMPTS = ["Q:9+6*1*5;", "Q:2#7;", "Q:(3+4)*2-1#5+8;"]
 

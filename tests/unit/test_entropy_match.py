@@ -22,7 +22,7 @@ import pytest
 
 from boundlab.probe.entropy_match import (ALREADY, CLOSEST, MATCHED, NOT_REACHED, search_temperature,
                                           spread)
-from boundlab.toyworld2.paths import base_model_dir
+from boundlab.worlds.toyworld2.paths import base_model_dir
 from boundlab.tracking.reader import read_offline_run
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ import json
 import boundlab.builtins  # noqa: F401
 from boundlab.probe.runner import export_prompts
 from boundlab.tasks import TASKS
-from boundlab.toyworld.tokenizer import build_tokenizer
+from boundlab.worlds.toyworld.tokenizer import build_tokenizer
 
 # Qwen2.5's chat template, reduced to what a system + user conversation uses.
 QWEN_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"

@@ -7,8 +7,8 @@ import pytest
 from boundlab.probe import failures as F
 from boundlab.probe.store import SampleRow
 from boundlab.tasks.base import Problem
-from boundlab.toyworld2 import world as W
-from boundlab.toyworld2.verifier import judge
+from boundlab.worlds.toyworld2 import world as W
+from boundlab.worlds.toyworld2.verifier import judge
 
 
 def _problem(q: str) -> Problem:

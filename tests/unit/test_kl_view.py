@@ -37,7 +37,7 @@ def test_problem_means_are_averaged_over_problems_not_samples():
 
 
 def test_scorer_matches_a_token_by_token_loop_on_the_toy_model():
-    from boundlab.toyworld2.paths import base_model_dir
+    from boundlab.worlds.toyworld2.paths import base_model_dir
 
     model = AutoModelForCausalLM.from_pretrained(base_model_dir()).eval()
     tok = AutoTokenizer.from_pretrained(base_model_dir())
@@ -70,7 +70,7 @@ def test_the_tracker_logs_kl_zero_for_a_copy_and_positive_for_a_sharpened_model(
     from boundlab.probe.spec import ProbeSpec, load_task
     from boundlab.probe.store import Store
     from boundlab.sampling.checkpoint import sampler_factory
-    from boundlab.toyworld2.paths import base_model_dir
+    from boundlab.worlds.toyworld2.paths import base_model_dir
     from boundlab.verify import build_verifier
 
     cfg = _cfg("probe.n=8", "probe.bootstrap_iters=50", "task.tiers=[E,H1]", "task.per_tier=3",

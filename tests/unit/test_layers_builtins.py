@@ -26,7 +26,7 @@ def test_core_registries_import_no_entries_and_not_the_toy_world():
             "from boundlab.tasks import TASKS\nfrom boundlab.verify import VERIFIERS\n"
             "print(sorted(TASKS.names()), sorted(VERIFIERS.names()))\n"
             "import boundlab.config, boundlab.probe.runner, boundlab.boundary.tracker, boundlab.training.app\n"
-            "print(any(m.startswith('boundlab.toyworld') for m in sys.modules))\n")
+            "print(any(m.startswith('boundlab.worlds.toyworld') for m in sys.modules))\n")
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["[] []", "False"]
 
@@ -67,11 +67,11 @@ def test_the_tracker_is_built_in_one_place():
 def test_toy_model_names_resolve_through_the_worlds_registry():
     # Each world registers its shipped models when boundlab.builtins imports it; the names are those
     # of conf/model/toy*.yaml and of saved runs' configs, so they never change.
-    r = _py("import sys\nimport boundlab.toyworld.paths as p1\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('boundlab.toyworld2', 'boundlab.toyvision'))))\n"
+    r = _py("import sys\nimport boundlab.worlds.toyworld.paths as p1\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('boundlab.worlds.toyworld2', 'boundlab.worlds.toyvision'))))\n"
             "import boundlab.builtins\nfrom omegaconf import OmegaConf\n"
-            "import boundlab.toyworld2.paths as p2, boundlab.toyvision.paths as pv\n"
-            "from boundlab.worldkit.paths import MODELS\nprint(MODELS.names())\n"
+            "import boundlab.worlds.toyworld2.paths as p2, boundlab.worlds.toyvision.paths as pv\n"
+            "from boundlab.worlds.common.paths import MODELS\nprint(MODELS.names())\n"
             "c = OmegaConf.create({n: '${toy_model:' + n + '}' for n in MODELS.names()})\n"
             "want = {'base': p1.base_model_dir(), 'teacher': p1.teacher_model_dir(),\n"
             "        'base2': p2.base_model_dir(), 'teacher2': p2.teacher_model_dir(), 'vlm': pv.base_model_dir()}\n"

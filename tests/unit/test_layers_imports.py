@@ -24,7 +24,7 @@ def _lint(src: Path, config: Path) -> subprocess.CompletedProcess:
 def test_layers_contract_is_kept():
     r = _lint(ROOT / "src", ROOT / "pyproject.toml")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "4 kept, 0 broken" in r.stdout
+    assert "6 kept, 0 broken" in r.stdout
 
 
 def test_contract_lists_no_exceptions():
@@ -39,12 +39,13 @@ def test_a_lazy_upward_import_breaks_the_contract(tmp_path):
                     ignore=shutil.ignore_patterns("__pycache__", "assets", "data"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     reg = src / "boundlab" / "registry.py"
-    reg.write_text(reg.read_text() + "\n\ndef _upward():\n    from boundlab.toyworld import paths  # noqa\n")
+    reg.write_text(reg.read_text() + "\n\ndef _upward():\n    from boundlab.worlds.toyworld import paths  # noqa\n")
     r = _lint(src, tmp_path / "pyproject.toml")
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "boundlab.registry is not allowed to import boundlab.toyworld" in r.stdout
+    assert "boundlab.registry is not allowed to import boundlab.worlds:" in r.stdout
     assert "The core imports no world BROKEN" in r.stdout
-    assert "1 kept, 3 broken" in r.stdout  # (and the visual world reaches toyworld through it)
+    # (and through the registry every world, and the worlds' common part, reach the first world)
+    assert "2 kept, 4 broken" in r.stdout
 
 
 def _copy(tmp_path: Path) -> Path:
@@ -58,24 +59,25 @@ def _copy(tmp_path: Path) -> Path:
 def test_a_lazy_import_between_worlds_breaks_the_contract(tmp_path):
     # The first world's paths once resolved the other worlds' models with lazy imports like this.
     src = _copy(tmp_path)
-    paths = src / "boundlab" / "toyworld" / "paths.py"
-    paths.write_text(paths.read_text() + "\n\ndef _vlm():\n    from boundlab.toyvision import paths  # noqa\n")
+    paths = src / "boundlab" / "worlds" / "toyworld" / "paths.py"
+    paths.write_text(paths.read_text() + "\n\ndef _vlm():\n    from boundlab.worlds.toyvision import paths  # noqa\n")
     r = _lint(src, tmp_path / "pyproject.toml")
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "boundlab.toyworld is not allowed to import boundlab.toyvision" in r.stdout
+    assert "boundlab.worlds.toyworld is not allowed to import boundlab.worlds.toyvision" in r.stdout
     assert "The first toy world and the visual world are independent BROKEN" in r.stdout
-    paths.write_text(paths.read_text().replace("from boundlab.toyvision import", "from boundlab.toyworld2 import"))
+    paths.write_text(paths.read_text().replace("from boundlab.worlds.toyvision import", "from boundlab.worlds.toyworld2 import"))
     r = _lint(src, tmp_path / "pyproject.toml")
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "boundlab.toyworld is not allowed to import boundlab.toyworld2" in r.stdout
-    assert "3 kept, 1 broken" in r.stdout
+    assert "boundlab.worlds.toyworld is not allowed to import boundlab.worlds.toyworld2" in r.stdout
+    assert "The worlds wing (see docs/contributing.md) BROKEN" in r.stdout
+    assert "5 kept, 1 broken" in r.stdout
 
 
 def test_the_core_imports_no_world_not_even_the_shared_kit(tmp_path):
     src = _copy(tmp_path)
     runner = src / "boundlab" / "probe" / "runner.py"
-    runner.write_text(runner.read_text() + "\n\ndef _kit():\n    from boundlab.worldkit import paths  # noqa\n")
+    runner.write_text(runner.read_text() + "\n\ndef _kit():\n    from boundlab.worlds.common import paths  # noqa\n")
     r = _lint(src, tmp_path / "pyproject.toml")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "The core imports no world BROKEN" in r.stdout
-    assert "boundlab.probe.runner -> boundlab.worldkit.paths" in r.stdout
+    assert "boundlab.probe.runner -> boundlab.worlds.common.paths" in r.stdout

@@ -12,8 +12,8 @@ import pytest
 from boundlab.probe import failures as F
 from boundlab.probe.store import SampleRow, Store
 from boundlab.report import mechanism as M
-from boundlab.toyworld2.task import toy2_problems
-from boundlab.toyworld2.verifier import judge
+from boundlab.worlds.toyworld2.task import toy2_problems
+from boundlab.worlds.toyworld2.verifier import judge
 
 PROBLEMS = {p.problem_id: p for p in toy2_problems("test")[:5]}
 # tw2-test-0000 H2 9+6*1*5 = 39; 0001 E 1*3+5+5 = 13; 0002 H1 3+3+1+5*4 = 27; 0004 B3 2*(2+7) = 18
@@ -153,7 +153,7 @@ def test_fig6_per_tier_on_a_toy2_store(tmp_path):
     from boundlab.config import register_configs
     from boundlab.report.build import run
     from boundlab.report.schema import ReportMain
-    from boundlab.toyworld2.paths import base_model_dir
+    from boundlab.worlds.toyworld2.paths import base_model_dir
 
     make_store(tmp_path / "store.sqlite", {"path": str(base_model_dir())})
     register_configs()

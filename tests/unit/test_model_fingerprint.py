@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 from boundlab.models import model_fingerprint
-from boundlab.toyworld import paths
+from boundlab.worlds.toyworld import paths
 
 
 def _copy(src: Path, dst: Path) -> Path:

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from boundlab.models import ModelNotFound, load_model, load_tokenizer, missing_model_parts
-from boundlab.toyworld import paths
+from boundlab.worlds.toyworld import paths
 
 ROOT = Path(__file__).resolve().parents[2]
 CFG = SimpleNamespace(trust_remote_code=False, allow_download=False, dtype="float32", vision=False)

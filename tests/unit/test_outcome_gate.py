@@ -37,7 +37,7 @@ def test_reward_function_reads_the_task_rewards_answers():
     from boundlab.training.rewards import make_reward_fn
     from boundlab.verify import build_verifier
 
-    from boundlab.toyworld2.world import canonical_trace
+    from boundlab.worlds.toyworld2.world import canonical_trace
 
     task = build_task(_toy_task())
     p = task.problems[0]  # 2+1+3+5*4+2 = 28

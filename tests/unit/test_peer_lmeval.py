@@ -72,7 +72,7 @@ def test_completions_are_scored_by_our_verifier(tmp_path):
     from boundlab.probe.runner import score_samples_file
     from boundlab.probe.store import Store
     from boundlab.tasks import build_task
-    from boundlab.toyworld2.world import canonical_trace
+    from boundlab.worlds.toyworld2.world import canonical_trace
     from boundlab.verify import build_verifier
 
     task = build_task(SimpleNamespace(name="toy2", split="test", limit=None, template=None, chat=False,

@@ -20,7 +20,7 @@ from boundlab.sampling.base import GenSettings, prompt_token_ids
 from boundlab.sampling.compact import CompactDecoder
 from boundlab.sampling.hf import HFSampler
 from boundlab.sampling.refill import RefillDecoder, draw_rows, row_keys, uniforms
-from boundlab.toyworld2.paths import base_model_dir
+from boundlab.worlds.toyworld2.paths import base_model_dir
 
 torch.set_num_threads(1)
 PROMPTS = ["Q:9+6*1*5;", "Q:2#7;", "Q:(3+4)*2-1#5+8;", "Q:1+1;", "Q:7*8-3;"]

@@ -90,7 +90,7 @@ def test_a_prompt_that_fits_says_how_many_new_tokens_would():
     from types import SimpleNamespace
 
     from boundlab.config import ConfigError
-    from boundlab.toyworld.paths import base_model_dir  # the first toy model: 64 positions
+    from boundlab.worlds.toyworld.paths import base_model_dir  # the first toy model: 64 positions
     from boundlab.training.context_fit import check_context
     from boundlab.tasks.base import Problem, Task
 

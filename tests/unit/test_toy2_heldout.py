@@ -13,9 +13,9 @@ from types import SimpleNamespace
 import pytest
 
 from boundlab.tasks import build_task
-from boundlab.toyworld2 import heldout as H
-from boundlab.toyworld2 import world
-from boundlab.toyworld2.task import DEFAULT_TRAIN_MIX, heldout_problems, toy2_problems, train_problems
+from boundlab.worlds.toyworld2 import heldout as H
+from boundlab.worlds.toyworld2 import world
+from boundlab.worlds.toyworld2.task import DEFAULT_TRAIN_MIX, heldout_problems, toy2_problems, train_problems
 
 
 def _ids_hash(problems) -> str:

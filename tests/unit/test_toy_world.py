@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from boundlab.tasks.base import Problem
-from boundlab.toyworld import world
-from boundlab.toyworld.paths import base_model_dir, teacher_model_dir
-from boundlab.toyworld.tokenizer import build_tokenizer
+from boundlab.worlds.toyworld import world
+from boundlab.worlds.toyworld.paths import base_model_dir, teacher_model_dir
+from boundlab.worlds.toyworld.tokenizer import build_tokenizer
 
 torch.set_num_threads(1)
 
@@ -28,7 +28,7 @@ def _problem(question: str) -> Problem:
 def test_tokenizer_round_trip_through_auto_tokenizer(tmp_path):
     from transformers import AutoTokenizer
 
-    from boundlab.toyworld.model import build_model
+    from boundlab.worlds.toyworld.model import build_model
 
     built = build_tokenizer()
     built.save_pretrained(tmp_path)
@@ -53,7 +53,7 @@ def test_tokenizer_round_trip_through_auto_tokenizer(tmp_path):
 
 
 def test_pretrain_encoding_matches_tokenizer():
-    from boundlab.toyworld.pretrain import encode_pairs
+    from boundlab.worlds.toyworld.pretrain import encode_pairs
 
     tok = build_tokenizer()
     b = encode_pairs(tok.get_vocab(), [("Q:7-3*4;", TRACE), ("Q:1+2*3;", "A:7")],
@@ -72,7 +72,7 @@ def test_shipped_model_loads_and_stops(folder):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if not (folder / "model.safetensors").exists():
-        pytest.skip(f"{folder} not built (python -m boundlab.toyworld.pretrain)")
+        pytest.skip(f"{folder} not built (python -m boundlab.worlds.toyworld.pretrain)")
     tok = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder).eval()
     n_params = sum(p.numel() for p in model.parameters())
@@ -117,7 +117,7 @@ def test_hard_means_left_to_right_is_wrong():
 
 
 def test_corpus_traces_are_labelled_as_their_strategy():
-    from boundlab.toyworld.verifier import judge
+    from boundlab.worlds.toyworld.verifier import judge
 
     rng = random.Random(0)
     pool = world.splits()["pretrain"]
@@ -163,7 +163,7 @@ def test_verifier_hand_written_completions():
 
 
 def test_verifier_wrong_order_lucky_and_easy():
-    from boundlab.toyworld.verifier import judge
+    from boundlab.worlds.toyworld.verifier import judge
 
     # On easy problems the left-to-right trace *is* the precedence trace.
     e = judge(_problem("7*3-4"), "7*3=21,21-4=17;A:17")
@@ -181,7 +181,7 @@ def test_verifier_wrong_order_lucky_and_easy():
 
 
 def test_strategy_rates():
-    from boundlab.toyworld.verifier import judge, strategy_rates
+    from boundlab.worlds.toyworld.verifier import judge, strategy_rates
 
     p = _problem("7-3*4")
     vs = [judge(p, c) for c in (TRACE, TRACE, "7-3=4,4*4=16;A:16", "A:-5")]
@@ -214,7 +214,7 @@ def test_task_registration():
 
 
 def test_pass_at_k_estimator():
-    from boundlab.toyworld.measure import pass_at_k
+    from boundlab.worlds.toyworld.measure import pass_at_k
 
     assert pass_at_k(4, 1, 2) == pytest.approx(0.5)  # 1 - C(3,2)/C(4,2)
     assert pass_at_k(4, 0, 4) == 0.0 and pass_at_k(4, 1, 4) == 1.0

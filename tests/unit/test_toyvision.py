@@ -1,4 +1,4 @@
-"""The visual toy world (boundlab.toyvision) and the image path through probing.
+"""The visual toy world (boundlab.worlds.toyvision) and the image path through probing.
 
 - Rendering is deterministic: the same problem gives the same PNG bytes (pinned by sha256, so a
   Pillow or font change that moves a pixel fails here), distractors included.
@@ -24,13 +24,13 @@ from boundlab.sampling.base import GenSettings
 from boundlab.sampling.compact import CompactDecoder, vlm_prompt_embeds
 from boundlab.sampling.hf import HFSampler
 from boundlab.tasks.base import Problem, Task
-from boundlab.toyvision import render
-from boundlab.toyvision.model import IMAGE_TOKEN, build_processor, build_tokenizer, build_vlm
-from boundlab.toyvision.task import TEMPLATE, visual
-from boundlab.toyworld2.paths import base_model_dir
-from boundlab.toyworld2.task import toy2_problems
-from boundlab.toyworld2.verifier import judge
-from boundlab.toyworld2.world import PROMPT_TEMPLATE, canonical_trace
+from boundlab.worlds.toyvision import render
+from boundlab.worlds.toyvision.model import IMAGE_TOKEN, build_processor, build_tokenizer, build_vlm
+from boundlab.worlds.toyvision.task import TEMPLATE, visual
+from boundlab.worlds.toyworld2.paths import base_model_dir
+from boundlab.worlds.toyworld2.task import toy2_problems
+from boundlab.worlds.toyworld2.verifier import judge
+from boundlab.worlds.toyworld2.world import PROMPT_TEMPLATE, canonical_trace
 
 # sha256 of render.png_bytes("(2+3)*4#5") and of the same with 6 distractors (Pillow 13.0.0).
 PINNED_CLEAN = "ae649e760a489ad03eefa58276b11ac1622f6aaaba7d7a847e793e310403af7d"
@@ -166,7 +166,7 @@ def test_hf_sampler_feeds_images_and_needs_them(vlm, tmp_path):
 
 
 def test_pretraining_is_reproducible_and_resumes_bit_identical(tmp_path):
-    from boundlab.toyvision.pretrain import Encoder, corpus_from, train
+    from boundlab.worlds.toyvision.pretrain import Encoder, corpus_from, train
 
     tok = build_tokenizer()
     proc = build_processor(tok)
@@ -203,8 +203,8 @@ def test_pretraining_is_reproducible_and_resumes_bit_identical(tmp_path):
 def test_bracket_share_replaces_only_the_corpus_bracket_share(tmp_path):
     import json
 
-    from boundlab.toyvision.pretrain import corpus_from
-    from boundlab.toyworld2.expr import Decision
+    from boundlab.worlds.toyvision.pretrain import corpus_from
+    from boundlab.worlds.toyworld2.expr import Decision
 
     text_mix = json.loads((base_model_dir() / "train_info.json").read_text())["mix"]
     bracket, prec = Decision("bracket", 1, "sep", "q"), Decision("prec", 1, "sep", "q")

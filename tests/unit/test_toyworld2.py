@@ -10,11 +10,11 @@ from collections import Counter
 import pytest
 
 from boundlab.tasks.base import Problem
-from boundlab.toyworld2 import expr as X
-from boundlab.toyworld2 import world as W
-from boundlab.toyworld2.audit import clopper_pearson, decision_rates
-from boundlab.toyworld2.task import DEFAULT_TRAIN_MIX, toy2_problems, train_problems
-from boundlab.toyworld2.verifier import judge
+from boundlab.worlds.toyworld2 import expr as X
+from boundlab.worlds.toyworld2 import world as W
+from boundlab.worlds.toyworld2.audit import clopper_pearson, decision_rates
+from boundlab.worlds.toyworld2.task import DEFAULT_TRAIN_MIX, toy2_problems, train_problems
+from boundlab.worlds.toyworld2.verifier import judge
 
 
 def _problem(q: str) -> Problem:
@@ -153,7 +153,7 @@ def test_train_mix_by_one_tier_name():
     with a mapping) is the H1 tier alone, the same problems as {H1: 1.0}; an unknown name is refused."""
     from types import SimpleNamespace
 
-    from boundlab.toyworld2.task import build_toy2
+    from boundlab.worlds.toyworld2.task import build_toy2
 
     def qs(mix):
         return [p.question for p in build_toy2(SimpleNamespace(split="train", train_mix=mix)).problems]
@@ -182,9 +182,9 @@ def test_clopper_pearson_by_hand():
 def test_pretraining_resumes_bit_identical(tmp_path):
     import torch
 
-    from boundlab.toyworld.model import build_model
-    from boundlab.toyworld2.pretrain import MAX_POSITIONS, train
-    from boundlab.toyworld2.tokenizer import build_tokenizer
+    from boundlab.worlds.toyworld.model import build_model
+    from boundlab.worlds.toyworld2.pretrain import MAX_POSITIONS, train
+    from boundlab.worlds.toyworld2.tokenizer import build_tokenizer
 
     tok = build_tokenizer()
 
@@ -213,8 +213,8 @@ def test_pretraining_resumes_bit_identical(tmp_path):
 def test_execution_practice_masks_the_forced_move_and_draws_the_rest():
     """r3's practice documents: the first decision takes the right move, its characters carry no
     loss, later decisions are drawn from the mix and trained as usual."""
-    from boundlab.toyworld2.pretrain import encode
-    from boundlab.toyworld2.tokenizer import build_tokenizer
+    from boundlab.worlds.toyworld2.pretrain import encode
+    from boundlab.worlds.toyworld2.tokenizer import build_tokenizer
 
     rng = random.Random(3)
     never = W.BaseMix(default_prec=0.0, default_bracket=0.0)

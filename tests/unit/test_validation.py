@@ -127,7 +127,7 @@ def test_every_shipped_option_validates(group, option):
     if group == "task" and option in ("jsonl", "code_jsonl"):
         overrides.append("task.path=/nonexistent.jsonl")
     if group == "model" and option == "hf":
-        from boundlab.toyworld import paths
+        from boundlab.worlds.toyworld import paths
 
         overrides.append(f"model.path={paths.base_model_dir()}")
     validate(_compose("train" if group in ("algo", "backend", "debug", "experiment") else "probe",
@@ -484,7 +484,7 @@ def test_other_errors_pass_through_no_space_left(tmp_path):
 
 @pytest.fixture
 def toy_copy(tmp_path):
-    from boundlab.toyworld import paths
+    from boundlab.worlds.toyworld import paths
 
     dst = tmp_path / "model"
     shutil.copytree(paths.base_model_dir(), dst)

@@ -241,7 +241,7 @@ def test_chat_task_renders_image_blocks_through_the_processor():
     """A chat task with images goes through the processor's chat template with image blocks first,
     then the text; the tokenizer alone (a string user turn) would leave no placeholder."""
     from boundlab.tasks import Task
-    from boundlab.toyvision.model import IMAGE_TOKEN, build_processor
+    from boundlab.worlds.toyvision.model import IMAGE_TOKEN, build_processor
 
     proc, p = build_processor(), _one_image_problem()
     task = Task("v", [p], template="Q {question}", chat=True, system="sys")
@@ -254,7 +254,7 @@ def test_chat_task_renders_image_blocks_through_the_processor():
                                                   ("<image><image>{question}", 1, 2)])
 def test_placeholder_count_must_match_the_images(template, images, held):
     from boundlab.tasks import Task
-    from boundlab.toyvision.model import build_processor
+    from boundlab.worlds.toyvision.model import build_processor
 
     p = _one_image_problem(images)
     with pytest.raises(ValueError) as e:

@@ -1,4 +1,4 @@
-"""The worlds' shared pretraining loop (boundlab.worldkit.pretrain): the schedule by hand, micro-batches
+"""The worlds' shared pretraining loop (boundlab.worlds.common.pretrain): the schedule by hand, micro-batches
 giving the gradient of one padded batch, and resume needing the corpus's RNG. The worlds' own tests
 (test_toyworld2, test_toyvision) check resume and reproducibility bit for bit through it."""
 
@@ -10,9 +10,9 @@ import random
 import pytest
 import torch
 
-from boundlab.worldkit.model import build_model
-from boundlab.worldkit.pretrain import encode_pairs, lr_at, train_loop
-from boundlab.worldkit.tokenizer import build_char_tokenizer
+from boundlab.worlds.common.model import build_model
+from boundlab.worlds.common.pretrain import encode_pairs, lr_at, train_loop
+from boundlab.worlds.common.tokenizer import build_char_tokenizer
 
 CHARS = tuple("0123456789+=;:QA")
 

@@ -65,7 +65,7 @@ class TaskConfig:
     # Tiered tasks (toy2): the first N problems of each tier, in split order (null = all).
     per_tier: Optional[int] = None
     # toy2: a named evaluation slice; null = the split as tiers/per_tier pick it; heldout = problems
-    # never used in calibration, pretraining, the audit or RL training (boundlab.toyworld2.heldout;
+    # never used in calibration, pretraining, the audit or RL training (boundlab.worlds.toyworld2.heldout;
     # task.tiers still filters it, per_tier does not apply).
     slice: Optional[str] = None
     # Tiered tasks (toy2), split=train: the RL training mix, tier -> share of the training problems

@@ -1,6 +1,6 @@
 """Exact binomial arithmetic without scipy: the regularized incomplete beta function and the
 Clopper-Pearson bounds built on it. Shared by adaptive probing (its certification rule) and the toy
-world's audit (`boundlab.toyworld2.audit`, which imports it from here).
+world's audit (`boundlab.worlds.toyworld2.audit`, which imports it from here).
 
 P(X >= c | n, p) = I_p(c, n - c + 1) for X ~ Binomial(n, p), so the one-sided Clopper-Pearson lower
 bound at level alpha is the p with I_p(c, n - c + 1) = alpha, found by bisection (I_p is increasing

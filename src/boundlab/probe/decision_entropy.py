@@ -4,7 +4,7 @@ The stored entropy (`boundlab.probe.entropy`) is one mean per sample over all it
 entropy can be execution noise (a slip's digits) while its decision tokens collapse, so the mean
 over all tokens can hide the one thing the temperature control is meant to restore. Here the
 entropies are split: *decision tokens* are the characters where a toy2 trace makes a strategy
-choice (`boundlab.toyworld2.decisions.decision_offsets`, reached through the toy2 verifier's
+choice (`boundlab.worlds.toyworld2.decisions.decision_offsets`, reached through the toy2 verifier's
 `decision_offsets` method, since the probe layer never imports a world); the rest is every other
 token of the completion text.
 

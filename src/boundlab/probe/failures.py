@@ -1,6 +1,6 @@
 """Failure types of toy world 2 completions: what went wrong first, per sample.
 
-One label per sample (`LABELS`), read from the world's own verdict (`boundlab.toyworld2.verifier`,
+One label per sample (`LABELS`), read from the world's own verdict (`boundlab.worlds.toyworld2.verifier`,
 which replays the trace move by move), never from a second parser:
 
 - `strict_correct`: the canonical trace and the right answer (the verifier's `strict`);
@@ -43,7 +43,7 @@ LABELS = (STRICT_CORRECT, LUCKY, WRONG_DECISION, SLIP, BAD_STATE, INVALID_MOVE, 
 STRATEGY = (WRONG_DECISION,)
 EXECUTION = (SLIP, BAD_STATE, INVALID_MOVE, MALFORMED)
 
-# The toy2 verifier's `info["strategy"]` (boundlab.toyworld2.verifier.STRATEGIES) -> label, for a
+# The toy2 verifier's `info["strategy"]` (boundlab.worlds.toyworld2.verifier.STRATEGIES) -> label, for a
 # sample that is not answer-right and took no wrong decision before it broke.
 _FROM_STRATEGY = {
     "wrong_decision": WRONG_DECISION,

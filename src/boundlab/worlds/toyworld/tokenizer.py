@@ -1,10 +1,10 @@
-"""The toy world's character-level tokenizer (built by `boundlab.worldkit.tokenizer`)."""
+"""The toy world's character-level tokenizer (built by `boundlab.worlds.common.tokenizer`)."""
 
 from __future__ import annotations
 
 from transformers import PreTrainedTokenizerFast
 
-from boundlab.worldkit.tokenizer import EOS, PAD, SPECIALS, UNK, build_char_tokenizer
+from boundlab.worlds.common.tokenizer import EOS, PAD, SPECIALS, UNK, build_char_tokenizer
 
 __all__ = ["CHARS", "EOS", "PAD", "SPECIALS", "UNK", "build_tokenizer"]
 

@@ -1,7 +1,7 @@
 """Pretrain the toy world's base model and its teacher, on CPU, reproducibly from a seed.
 
-    python -m boundlab.toyworld.pretrain --seed 0            # both, into the shipped assets/
-    python -m boundlab.toyworld.pretrain --out /tmp/toy --which base --steps 200
+    python -m boundlab.worlds.toyworld.pretrain --seed 0            # both, into the shipped assets/
+    python -m boundlab.worlds.toyworld.pretrain --out /tmp/toy --which base --steps 200
 
 The base is trained from scratch on the noisy corpus (`world.BASE_MIX`); the teacher starts from
 the base and is fine-tuned on correct precedence-aware traces only (`world.TEACHER_MIX`). Starting
@@ -9,7 +9,7 @@ the teacher from the base is a shortcut for CPU time, not a claim: what distilla
 model that knows the correct strategy, and this one does (see `measure`).
 
 The loss covers completion tokens (and EOS) only: the prompt is random digits, so its loss is
-irreducible and would only add noise. The loop is the worlds' one (`boundlab.worldkit.pretrain`).
+irreducible and would only add noise. The loop is the worlds' one (`boundlab.worlds.common.pretrain`).
 """
 
 from __future__ import annotations
@@ -21,18 +21,18 @@ from pathlib import Path
 
 import torch
 
-from boundlab.toyworld import world
-from boundlab.toyworld.model import build_model
-from boundlab.toyworld.paths import assets_dir
-from boundlab.toyworld.tokenizer import build_tokenizer
-from boundlab.worldkit.pretrain import encode_pairs, lr_at, save, train_loop
+from boundlab.worlds.toyworld import world
+from boundlab.worlds.toyworld.model import build_model
+from boundlab.worlds.toyworld.paths import assets_dir
+from boundlab.worlds.toyworld.tokenizer import build_tokenizer
+from boundlab.worlds.common.pretrain import encode_pairs, lr_at, save, train_loop
 
 __all__ = ["encode_pairs", "lr_at", "main", "save", "train"]
 
 
 def train(model, tokenizer, mix: world.Mix, *, steps: int, batch_size: int, lr: float,
           warmup: int, seed: int, log_every: int = 50, tag: str = "base") -> dict:
-    """The worlds' loop (`worldkit.pretrain.train_loop`) on this world's corpus, one batch a step."""
+    """The worlds' loop (`worlds.common.pretrain.train_loop`) on this world's corpus, one batch a step."""
     corpus = world.Corpus(mix, seed=seed)
     vocab = tokenizer.get_vocab()
 
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     random.seed(args.seed)
     tokenizer = build_tokenizer()
-    common = {"command": " ".join(["python -m boundlab.toyworld.pretrain", *(argv or sys.argv[1:])]),
+    common = {"command": " ".join(["python -m boundlab.worlds.toyworld.pretrain", *(argv or sys.argv[1:])]),
               "threads": args.threads, "torch": torch.__version__}
 
     if args.which in ("base", "both"):

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from boundlab.worldkit.tokenizer import build_char_tokenizer
+from boundlab.worlds.common.tokenizer import build_char_tokenizer
 
 # The first edition's characters in their order (toyworld.tokenizer.CHARS; the ids of the shipped
 # tokenizer depend on it), then this world's own.

@@ -12,7 +12,7 @@ from typing import Any
 
 from boundlab.tasks import TASKS
 from boundlab.tasks.base import Problem, Task
-from boundlab.toyworld.world import PROMPT_TEMPLATE, splits
+from boundlab.worlds.toyworld.world import PROMPT_TEMPLATE, splits
 
 
 def toy_problems(split: str = "test") -> list[Problem]:

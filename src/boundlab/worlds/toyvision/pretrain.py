@@ -1,7 +1,7 @@
 """Pretrain the visual toy world's VLM on CPU, reproducibly.
 
-    python -m boundlab.toyvision.pretrain --seed 0 --bracket-share 0.013   # the shipped assets/base
-    python -m boundlab.toyvision.pretrain --out /tmp/tv --steps 20      # a short run
+    python -m boundlab.worlds.toyvision.pretrain --seed 0 --bracket-share 0.013   # the shipped assets/base
+    python -m boundlab.worlds.toyvision.pretrain --out /tmp/tv --steps 20      # a short run
 
 The model (`model.build_vlm`) starts with toyworld2's shipped base as its language model and a new
 vision tower and projector, trained in two stages.
@@ -20,7 +20,7 @@ rates, which the audit measures). Loss: completion tokens and EOS, execution-pra
 as in toyworld2. The shipped VLM uses `--bracket-share 0.013`: on the text base's 0.016 it honoured
 B3's bracket at 0.022 (the text base: 0.018) and its B3 strict pass@256 saturated (0.98 in the audit).
 
-Stage 2 runs in the worlds' one loop (`boundlab.worldkit.pretrain`). Killed runs resume from
+Stage 2 runs in the worlds' one loop (`boundlab.worlds.common.pretrain`). Killed runs resume from
 `<out>/base.partial/` (model, optimizer, corpus RNG), bit-identical to an uninterrupted run; `--seed 0` twice gives identical weights (a test checks both on a few steps).
 No teacher is trained: the visual world's X family (`a#b = 10a+b`) stays out of the base's support
 by design, as in the text world; distillation into the VLM is not wired (train.py allows visual tasks
@@ -39,14 +39,14 @@ from pathlib import Path
 
 import torch
 
-from boundlab.toyvision import render
-from boundlab.toyvision.model import IMAGE_TOKEN, build_processor, build_tokenizer, build_vlm
-from boundlab.toyvision.paths import assets_dir
-from boundlab.toyvision.task import TEMPLATE
-from boundlab.toyworld2 import world
-from boundlab.toyworld2.paths import base_model_dir as text_base_dir
-from boundlab.worldkit.pretrain import lr_at, train_loop
-from boundlab.worldkit.pretrain import save as _save
+from boundlab.worlds.toyvision import render
+from boundlab.worlds.toyvision.model import IMAGE_TOKEN, build_processor, build_tokenizer, build_vlm
+from boundlab.worlds.toyvision.paths import assets_dir
+from boundlab.worlds.toyvision.task import TEMPLATE
+from boundlab.worlds.toyworld2 import world
+from boundlab.worlds.toyworld2.paths import base_model_dir as text_base_dir
+from boundlab.worlds.common.pretrain import lr_at, train_loop
+from boundlab.worlds.common.pretrain import save as _save
 
 
 def corpus_from(text_base: Path, seed: int, bracket_share: float | None = None
@@ -165,7 +165,7 @@ def param_groups(model, lr: float, lm_lr: float) -> list[dict]:
 def train(model, encoder: Encoder, corpus: world.Corpus, *, steps: int, batch_size: int, lr: float,
           lm_lr: float, warmup: int, seed: int, partial: Path | None = None, save_every: int = 100,
           log_every: int = 25, micro: int = 64) -> dict:
-    """Stage 2, the worlds' loop (`worldkit.pretrain.train_loop`): the tower and projector at `lr`,
+    """Stage 2, the worlds' loop (`worlds.common.pretrain.train_loop`): the tower and projector at `lr`,
     the language model at `lm_lr`; rows sorted by completion length into micro-batches."""
     def batches() -> list[dict]:
         rows = sorted(corpus.batch(batch_size), key=lambda r: len(r[1]))
@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> None:
                  batch_size=args.batch_size, lr=args.lr, lm_lr=args.lm_lr, warmup=args.warmup,
                  seed=args.seed, partial=partial, save_every=args.save_every)
     lm_sha = __import__("hashlib").sha256((args.text_base / "model.safetensors").read_bytes()).hexdigest()
-    info.update(command=" ".join(["python -m boundlab.toyvision.pretrain", *(argv or sys.argv[1:])]),
+    info.update(command=" ".join(["python -m boundlab.worlds.toyvision.pretrain", *(argv or sys.argv[1:])]),
                 threads=args.threads, torch=torch.__version__, role="base", distractors=args.distractors,
                 text_base=str(args.text_base), text_base_sha256=lm_sha, corpus=spec,
                 image_token=IMAGE_TOKEN, reading=reading, params=sum(p.numel() for p in model.parameters()))

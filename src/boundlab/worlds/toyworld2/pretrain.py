@@ -1,7 +1,7 @@
 """Pretrain the second-edition toy world's base model and its teacher, on CPU, reproducibly.
 
-    python -m boundlab.toyworld2.pretrain --seed 0                 # both, into the shipped assets/
-    python -m boundlab.toyworld2.pretrain --out /tmp/tw2 --which base --steps 300
+    python -m boundlab.worlds.toyworld2.pretrain --seed 0                 # both, into the shipped assets/
+    python -m boundlab.worlds.toyworld2.pretrain --out /tmp/tw2 --which base --steps 300
 
 The base is trained from scratch on the base corpus (`world.BaseMix`: every decision drawn
 independently, `#` read as `+`); the teacher starts from the base and is fine-tuned on canonical
@@ -10,7 +10,7 @@ traces of every tier, `#` included (the out-of-support family only it knows).
 Killed runs resume: every `--save-every` steps the model, the optimizer and the corpus RNG are saved
 under `<out>/<which>.partial/`, and a rerun of the same command continues from there, bit-identical
 to an uninterrupted run (same batches, same updates). The loss covers completion tokens and EOS.
-The loop is the worlds' one (`boundlab.worldkit.pretrain`); this module holds the corpus and settings.
+The loop is the worlds' one (`boundlab.worlds.common.pretrain`); this module holds the corpus and settings.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from pathlib import Path
 
 import torch
 
-from boundlab.toyworld2 import world
-from boundlab.toyworld2.paths import assets_dir
-from boundlab.toyworld2.tokenizer import build_tokenizer
-from boundlab.worldkit.model import build_model
-from boundlab.worldkit.pretrain import encode_pairs, train_loop
-from boundlab.worldkit.pretrain import save as _save
+from boundlab.worlds.toyworld2 import world
+from boundlab.worlds.toyworld2.paths import assets_dir
+from boundlab.worlds.toyworld2.tokenizer import build_tokenizer
+from boundlab.worlds.common.model import build_model
+from boundlab.worlds.common.pretrain import encode_pairs, train_loop
+from boundlab.worlds.common.pretrain import save as _save
 
 MAX_POSITIONS = 128
 
@@ -48,7 +48,7 @@ def encode(vocab: dict[str, int], pairs: list[tuple], eos_id: int, pad_id: int
 def train(model, tokenizer, corpus: world.Corpus, *, steps: int, batch_size: int, lr: float,
           warmup: int, seed: int, partial: Path | None = None, save_every: int = 250,
           log_every: int = 50, tag: str = "base", micro: int = 32) -> dict:
-    """The worlds' loop (`worldkit.pretrain.train_loop`) on this world's corpus: length-sorted
+    """The worlds' loop (`worlds.common.pretrain.train_loop`) on this world's corpus: length-sorted
     micro-batches (less padding), each weighted by its share of the batch's completion tokens, the
     same gradient as one padded batch for about 2/3 of the compute; resumable from `partial`."""
     vocab = tokenizer.get_vocab()
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     practice = world.Practice(**practice_spec) if practice_spec else None
     ambiguous = float(spec.pop("ambiguous", 0.0))
     mix = world.BaseMix(**spec)
-    common = {"command": " ".join(["python -m boundlab.toyworld2.pretrain", *(argv or sys.argv[1:])]),
+    common = {"command": " ".join(["python -m boundlab.worlds.toyworld2.pretrain", *(argv or sys.argv[1:])]),
               "threads": args.threads, "torch": torch.__version__}
 
     if args.which in ("base", "both"):

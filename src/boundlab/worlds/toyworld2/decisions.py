@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import os
 
-from boundlab.toyworld2 import expr as X
-from boundlab.toyworld2.verifier import _is_decision
+from boundlab.worlds.toyworld2 import expr as X
+from boundlab.worlds.toyworld2.verifier import _is_decision
 
 
 def _legal_moves(state: X.State) -> set[str]:

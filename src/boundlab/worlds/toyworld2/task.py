@@ -21,7 +21,7 @@ from typing import Any
 
 from boundlab.tasks import TASKS
 from boundlab.tasks.base import Problem, Task
-from boundlab.toyworld2.world import PROMPT_TEMPLATE, TIERS, interleave, splits
+from boundlab.worlds.toyworld2.world import PROMPT_TEMPLATE, TIERS, interleave, splits
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def train_problems(mix: dict[str, float]) -> list[Problem]:
     if (bad or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in shares)
             or any(w < 0 for w in shares) or sum(shares) <= 0):
         raise ValueError(f"task.train_mix: need tier -> share >= 0 over {list(TIERS)}, got {dict(mix)}")
-    from boundlab.toyworld2.heldout import withheld_train_ids
+    from boundlab.worlds.toyworld2.heldout import withheld_train_ids
 
     withheld = withheld_train_ids()
     everything = [p for p in toy2_problems("train") if p.problem_id not in withheld]
@@ -75,8 +75,8 @@ SLICES = ("default", "heldout")
 
 def heldout_problems(tiers: list[str] | None = None) -> list[Problem]:
     """The held-out slice (`heldout.heldout_specs`), optionally only some tiers."""
-    from boundlab.toyworld2.heldout import heldout_specs
-    from boundlab.toyworld2.world import spec
+    from boundlab.worlds.toyworld2.heldout import heldout_specs
+    from boundlab.worlds.toyworld2.world import spec
 
     if tiers is not None:
         bad = [t for t in tiers if t not in TIERS]

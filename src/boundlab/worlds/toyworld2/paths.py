@@ -1,11 +1,11 @@
 """Where the second-edition toy world's shipped models live. Importing this module registers them as
-`${toy_model:base2}` and `${toy_model:teacher2}` (boundlab.worldkit.paths)."""
+`${toy_model:base2}` and `${toy_model:teacher2}` (boundlab.worlds.common.paths)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from boundlab.worldkit.paths import register_model
+from boundlab.worlds.common.paths import register_model
 
 
 def assets_dir() -> Path:

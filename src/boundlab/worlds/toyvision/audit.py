@@ -1,8 +1,8 @@
 """The fairness audit of the visual toy world's VLM: toyworld2's audit (`toyworld2.audit`: decision
 rates per cell against the corpus targets, composition, support, luck), on the VLM's samples.
 
-    python -m boundlab.toyvision.audit                                  # the shipped VLM
-    python -m boundlab.toyvision.audit --base DIR --n 64 --per-tier 8 --support-n 128 --out a.json
+    python -m boundlab.worlds.toyvision.audit                                  # the shipped VLM
+    python -m boundlab.worlds.toyvision.audit --base DIR --n 64 --per-tier 8 --support-n 128 --out a.json
 
 The samples are drawn as the probe draws them: the hf sampler with the model's processor and the
 problems' pictures (`toy_vision`), at T = 1, by the compact decoder. The corpus targets are the
@@ -20,11 +20,11 @@ import torch
 
 from boundlab.sampling.base import GenSettings
 from boundlab.tasks.base import Problem
-from boundlab.toyvision.paths import assets_dir, base_model_dir
-from boundlab.toyvision.task import TEMPLATE, default_render_dir, visual
-from boundlab.toyworld2 import audit as A
-from boundlab.toyworld2.task import toy2_problems
-from boundlab.toyworld2.verifier import judge
+from boundlab.worlds.toyvision.paths import assets_dir, base_model_dir
+from boundlab.worlds.toyvision.task import TEMPLATE, default_render_dir, visual
+from boundlab.worlds.toyworld2 import audit as A
+from boundlab.worlds.toyworld2.task import toy2_problems
+from boundlab.worlds.toyworld2.verifier import judge
 
 
 def load(model_dir: Path):

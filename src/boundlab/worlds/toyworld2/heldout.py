@@ -31,7 +31,7 @@ import random
 from functools import lru_cache
 from pathlib import Path
 
-from boundlab.toyworld2.paths import assets_dir
+from boundlab.worlds.toyworld2.paths import assets_dir
 
 CALIBRATION_PER_TIER = 50
 HELDOUT_SIZES = {"H1": 100, "H2": 100, "B3": 100, "B4": 100, "X": 50}
@@ -44,7 +44,7 @@ HELDOUT_FILE = assets_dir() / "heldout.json"
 
 
 def _tier_indices(split: str) -> dict[str, list[int]]:
-    from boundlab.toyworld2.world import splits
+    from boundlab.worlds.toyworld2.world import splits
 
     out: dict[str, list[int]] = {}
     for i, p in enumerate(splits()[split]):
@@ -68,7 +68,7 @@ def withheld_train_ids() -> frozenset[str]:
 def fresh_candidates(tier: str, count: int, seed: int = FRESH_SEED) -> list[str]:
     """The first `count` problems of `tier` drawn from `seed`, none a test or train question and no
     two alike (before the shipped-corpus check)."""
-    from boundlab.toyworld2.world import random_problem, splits
+    from boundlab.worlds.toyworld2.world import random_problem, splits
 
     taken = {p.question for s in splits().values() for p in s}
     rng = random.Random(f"{seed}/{tier}")
@@ -99,7 +99,7 @@ def fresh_questions() -> dict[str, list[str]]:
 def heldout_specs() -> list[tuple[str, str]]:
     """[(source, question)] of the slice, interleaved across tiers (a prefix stays stratified);
     source is `test:NNNN`, `train:NNNN` or `fresh`."""
-    from boundlab.toyworld2.world import interleave, splits
+    from boundlab.worlds.toyworld2.world import interleave, splits
 
     test, train = splits()["test"], splits()["train"]
     t_idx, r_idx = _tier_indices("test"), _tier_indices("train")
@@ -119,8 +119,8 @@ def heldout_specs() -> list[tuple[str, str]]:
 def shipped_corpus_questions(which: str = "base", steps: int | None = None) -> set[str]:
     """Every question of a shipped model's pretraining corpus, replayed from its train_info.json
     (seed, steps, batch size, mix): the stream `pretrain.py` drew, exactly. Minutes for the base."""
-    from boundlab.toyworld2 import world
-    from boundlab.toyworld2.paths import base_model_dir, teacher_model_dir
+    from boundlab.worlds.toyworld2 import world
+    from boundlab.worlds.toyworld2.paths import base_model_dir, teacher_model_dir
 
     info = json.loads(((base_model_dir() if which == "base" else teacher_model_dir())
                        / "train_info.json").read_text())
@@ -159,7 +159,7 @@ def write_file(corpus: dict[str, set[str]], draw: int = 200, path: Path = HELDOU
 
 
 def main(argv: list[str] | None = None) -> None:
-    """python -m boundlab.toyworld2.heldout [--corpus-json F]: rewrite assets/heldout.json, replaying
+    """python -m boundlab.worlds.toyworld2.heldout [--corpus-json F]: rewrite assets/heldout.json, replaying
     the shipped corpora (tens of minutes on a busy core) or reading F ({"base": [...], "teacher":
     [...]}, the questions of each), and print the slice's counts."""
     import argparse
@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> None:
     for tier, rec in data["fresh"].items():
         print(f"{tier}: {len(rec['drawn'])} drawn, {len(rec['in_shipped_corpus'])} in a shipped corpus")
     rows = heldout_specs()
-    from boundlab.toyworld2.world import tier_of
+    from boundlab.worlds.toyworld2.world import tier_of
 
     print(f"wrote {HELDOUT_FILE}: {len(rows)} problems",
           dict(Counter((tier_of(q), s.split(":")[0]) for s, q in rows)))

@@ -19,8 +19,8 @@ import re
 from typing import Sequence
 
 from boundlab.tasks.base import Problem
-from boundlab.toyworld2 import expr as X
-from boundlab.toyworld2.world import canonical_trace, prompt
+from boundlab.worlds.toyworld2 import expr as X
+from boundlab.worlds.toyworld2.world import canonical_trace, prompt
 from boundlab.verify.base import Verdict, Verifier
 
 _STEP = re.compile(r"^(\d+)([+*#])(\d+)=(\d+)(?:>([0-9+*#()]+))?$")
@@ -126,7 +126,7 @@ class Toy2Verifier(Verifier):
     def decision_offsets(self, problem: Problem, completion: str) -> list[int]:
         """Character offsets of the completion's decision tokens (`toyworld2.decisions`), for the
         entropy view's decision-token split (`boundlab.probe.decision_entropy`)."""
-        from boundlab.toyworld2.decisions import decision_offsets
+        from boundlab.worlds.toyworld2.decisions import decision_offsets
 
         return decision_offsets(problem.question, completion)
 

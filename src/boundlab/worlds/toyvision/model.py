@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from boundlab.toyvision import render
+from boundlab.worlds.toyvision import render
 
 IMAGE_TOKEN = "<image>"
 # A chat template for TRL's conversational VLM path: the user turn's blocks in order (an image block
@@ -32,7 +32,7 @@ VISION = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_at
 
 def build_tokenizer():
     """toyworld2's char tokenizer plus the image token (the last id)."""
-    from boundlab.toyworld2.tokenizer import build_tokenizer as tw2
+    from boundlab.worlds.toyworld2.tokenizer import build_tokenizer as tw2
 
     tok = tw2()
     tok.add_tokens([IMAGE_TOKEN], special_tokens=True)

@@ -1,11 +1,11 @@
 """Where the visual toy world's shipped models live. Importing this module registers the VLM as
-`${toy_model:vlm}` (boundlab.worldkit.paths)."""
+`${toy_model:vlm}` (boundlab.worlds.common.paths)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from boundlab.worldkit.paths import register_model
+from boundlab.worlds.common.paths import register_model
 
 
 def assets_dir() -> Path:

@@ -1,12 +1,12 @@
 """Where the shipped toy models live. Both folders load with `AutoTokenizer` and
 `AutoModelForCausalLM.from_pretrained(folder)`. Importing this module registers them as
-`${toy_model:base}` and `${toy_model:teacher}` (boundlab.worldkit.paths)."""
+`${toy_model:base}` and `${toy_model:teacher}` (boundlab.worlds.common.paths)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from boundlab.worldkit.paths import register_model
+from boundlab.worlds.common.paths import register_model
 
 
 def assets_dir() -> Path:

@@ -1,7 +1,7 @@
 """Measure a toy model: sample every test problem n times and report what the world promises.
 
-    python -m boundlab.toyworld.measure                       # the shipped base and teacher
-    python -m boundlab.toyworld.measure --model path/to/dir --n 256 --out result.json
+    python -m boundlab.worlds.toyworld.measure                       # the shipped base and teacher
+    python -m boundlab.worlds.toyworld.measure --model path/to/dir --n 256 --out result.json
 
 Sampling is T=1.0, top_p=1, no top-k, batched across problems with left padding, one torch thread by
 default: by the compact decoder (`boundlab.sampling.compact`) where it applies, else `generate`. Reported per model: pass@1 (overall/easy/hard, plain
@@ -23,9 +23,9 @@ from types import SimpleNamespace
 
 import torch
 
-from boundlab.toyworld.paths import base_model_dir, teacher_model_dir
-from boundlab.toyworld.world import STRATEGIES
-from boundlab.worldkit.measure import pass_at_k, sample
+from boundlab.worlds.toyworld.paths import base_model_dir, teacher_model_dir
+from boundlab.worlds.toyworld.world import STRATEGIES
+from boundlab.worlds.common.measure import pass_at_k, sample
 
 __all__ = ["pass_at_k", "sample", "summarize"]
 
@@ -39,7 +39,7 @@ def _ks(n: int) -> list[int]:
 
 
 def summarize(problems, verdicts: list[list], n: int) -> dict:
-    from boundlab.toyworld.verifier import strategy_rates
+    from boundlab.worlds.toyworld.verifier import strategy_rates
 
     groups = {"overall": lambda p: True, "easy": lambda p: not p.meta["hard"],
               "hard": lambda p: p.meta["hard"]}
@@ -77,8 +77,8 @@ def measure(model_dir: Path, n: int = 64, split: str = "test", limit: int | None
             seed: int = 0, rows_per_batch: int = 512, examples: int = 0) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    import boundlab.toyworld.task  # noqa: F401 - registers toy_arith (run as a script, no builtins)
-    import boundlab.toyworld.verifier  # noqa: F401 - registers the toy verifier
+    import boundlab.worlds.toyworld.task  # noqa: F401 - registers toy_arith (run as a script, no builtins)
+    import boundlab.worlds.toyworld.verifier  # noqa: F401 - registers the toy verifier
     from boundlab.tasks import build_task
     from boundlab.probe.context import open_verifier
 
@@ -104,7 +104,7 @@ def _shown(path: Path) -> str:
     """The shipped models by their place in the package, not this machine's absolute path."""
     path = Path(path).resolve()
     root = base_model_dir().parent.parent
-    return f"boundlab/toyworld/{path.relative_to(root)}" if path.is_relative_to(root) else str(path)
+    return f"boundlab/worlds/toyworld/{path.relative_to(root)}" if path.is_relative_to(root) else str(path)
 
 
 def _print(name: str, r: dict) -> None:

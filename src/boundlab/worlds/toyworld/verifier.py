@@ -25,7 +25,7 @@ from collections import Counter
 from typing import Iterable, Sequence
 
 from boundlab.tasks.base import Problem
-from boundlab.toyworld.world import ANSWER_MARKER, STRATEGIES, Expr, _apply, prompt
+from boundlab.worlds.toyworld.world import ANSWER_MARKER, STRATEGIES, Expr, _apply, prompt
 from boundlab.verify.base import Verdict, Verifier
 
 _INT = r"-?\d+"

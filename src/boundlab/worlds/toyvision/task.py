@@ -16,8 +16,8 @@ from typing import Any
 
 from boundlab.tasks import TASKS
 from boundlab.tasks.base import Problem, Task
-from boundlab.toyvision import render
-from boundlab.toyworld2 import task as tw2
+from boundlab.worlds.toyvision import render
+from boundlab.worlds.toyworld2 import task as tw2
 
 # The image token is the model's (`model.IMAGE_TOKEN`); the processor expands it to 16 tokens.
 TEMPLATE = "Q:<image>;"

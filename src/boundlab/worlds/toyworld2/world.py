@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from boundlab.toyworld2 import expr as X
+from boundlab.worlds.toyworld2 import expr as X
 
 SPLIT_SEED = 20261203
 MAX_VALUE = 99
@@ -221,7 +221,7 @@ def interleave(groups: dict[str, list]) -> list:
 def held_out() -> frozenset[str]:
     """Questions no pretraining corpus may hold: the test and train splits, and the held-out slice's
     fresh problems (none of which the shipped corpora drew, so their streams are unchanged)."""
-    from boundlab.toyworld2.heldout import fresh_questions
+    from boundlab.worlds.toyworld2.heldout import fresh_questions
 
     fresh = {q for qs in fresh_questions().values() for q in qs}
     return frozenset(p.question for s in splits().values() for p in s) | fresh
@@ -432,6 +432,6 @@ class Corpus:
         return [self.pair() for _ in range(size)]
 
 
-if __name__ == "__main__":  # python -m boundlab.toyworld2.world: rewrite assets/splits.json
+if __name__ == "__main__":  # python -m boundlab.worlds.toyworld2.world: rewrite assets/splits.json
     write_splits()
     print(f"wrote {SPLITS_FILE}")

@@ -1,9 +1,9 @@
 """The fairness audit of the second-edition toy world: does the base sample each right strategy at a
 known, nonzero rate, and can no luck pass for reasoning?
 
-    python -m boundlab.toyworld2.audit                          # the shipped base and teacher
-    python -m boundlab.toyworld2.audit --base DIR --n 64 --per-tier 8 --support-n 128 --out a.json
-    python -m boundlab.toyworld2.audit --base-audit a.json     # reuse a.json's base part, add the teacher
+    python -m boundlab.worlds.toyworld2.audit                          # the shipped base and teacher
+    python -m boundlab.worlds.toyworld2.audit --base DIR --n 64 --per-tier 8 --support-n 128 --out a.json
+    python -m boundlab.worlds.toyworld2.audit --base-audit a.json     # reuse a.json's base part, add the teacher
 
 Printed and saved (JSON, `--out`; the shipped models' audit is `assets/audit.json`):
 
@@ -37,12 +37,12 @@ import torch
 
 from boundlab.probe.binom import betainc, clopper_pearson  # noqa: F401 - re-exported
 from boundlab.tasks.base import Problem
-from boundlab.worldkit.measure import pass_at_k, sample
-from boundlab.toyworld2.paths import assets_dir, base_model_dir, teacher_model_dir
-from boundlab.toyworld2.task import toy2_problems
-from boundlab.toyworld2.verifier import judge
-from boundlab.toyworld2.expr import Decision
-from boundlab.toyworld2.world import TIERS, BaseMix, canonical_trace, prompt
+from boundlab.worlds.common.measure import pass_at_k, sample
+from boundlab.worlds.toyworld2.paths import assets_dir, base_model_dir, teacher_model_dir
+from boundlab.worlds.toyworld2.task import toy2_problems
+from boundlab.worlds.toyworld2.verifier import judge
+from boundlab.worlds.toyworld2.expr import Decision
+from boundlab.worlds.toyworld2.world import TIERS, BaseMix, canonical_trace, prompt
 
 # The corpus target of each decision cell is its share in the base's corpus (`world.BaseMix`, read
 # from the model's train_info.json): a base is fair when it samples what its corpus holds, within 2x.
@@ -169,7 +169,7 @@ def support(model, tok, problems: list[Problem], n: int, seed: int, verdicts=Non
 
 def perplexity(model, tok, pairs: list[tuple[str, str]]) -> float:
     """exp(mean NLL per completion token, EOS included) of completions under `model`."""
-    from boundlab.worldkit.pretrain import encode_pairs
+    from boundlab.worlds.common.pretrain import encode_pairs
 
     nll, count = 0.0, 0
     for i in range(0, len(pairs), 64):

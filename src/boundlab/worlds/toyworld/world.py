@@ -17,7 +17,7 @@ traces with an arithmetic slip, and bare guesses near the truth. The correct tra
 problems but present, so the base samples it at a low, non-zero rate that RL could amplify or
 erase. A tiny model learns a rare strategy less often than its corpus holds it (DESIGN.md), so the
 corpus share is set a little above the sampled rate we aim for, and the sampled rate is measured
-(`python -m boundlab.toyworld.measure`), not assumed.
+(`python -m boundlab.worlds.toyworld.measure`), not assumed.
 
 Splits are fixed by `SPLIT_SEED`, independent of any training seed: `test` (200 problems, a third
 hard), `train` (1000 problems for RL, a third hard) and the pretraining pool (the rest). The three

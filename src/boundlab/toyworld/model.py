@@ -1,8 +1,0 @@
-"""The toy world's model: the worlds' tiny Llama-style decoder (`boundlab.worldkit.model`), at its
-defaults (about 1M parameters, 64 positions)."""
-
-from __future__ import annotations
-
-from boundlab.worldkit.model import build_config, build_model
-
-__all__ = ["build_config", "build_model"]
