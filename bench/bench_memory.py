@@ -190,11 +190,11 @@ def store_stats(path: Path) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="40 toy problems; math: 2 problems x 1 sample, "
+    ap.add_argument("--quick", action="store_true", help="8 toy problems; math: 2 problems x 1 sample, "
                     "64 new tokens")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--arms", nargs="+", default=["toy_n256", "math"], choices=["toy_n256", "math"])
-    ap.add_argument("--problems", type=int, default=None, help="toy problems (default 200; --quick 40)")
+    ap.add_argument("--problems", type=int, default=None, help="toy problems (default 200; --quick 8)")
     ap.add_argument("--math-limit", type=int, default=None, help="math problems (default 8; --quick 2)")
     ap.add_argument("--math-n", type=int, default=None, help="math samples per problem (default 2; --quick 1)")
     ap.add_argument("--math-tokens", type=int, default=64, help="math probe.max_new_tokens")
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write", action="store_true", help="write docs/bench/memory.json")
     ap.add_argument("--keep", default=None, help="keep the stores and logs in this folder")
     a = ap.parse_args(argv)
-    problems = a.problems or (40 if a.quick else 200)
+    problems = a.problems or (8 if a.quick else 200)
     math_limit = a.math_limit or (2 if a.quick else 8)
     math_n = a.math_n or (1 if a.quick else 2)
     overrides = {

@@ -43,7 +43,7 @@ import harness  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 # --quick: a short run with a small probe, so three pairs finish in about ten minutes on two busy cores.
-QUICK = {"max_steps": 30, "save_steps": 10, "extra": ["probe.n=32", "probe.limit=40"]}
+QUICK = {"max_steps": 20, "save_steps": 10, "extra": ["probe.n=16", "probe.limit=40"]}
 
 
 def _train_cmd(run_dir: Path, store: Path, mode: str, a: argparse.Namespace) -> list[str]:

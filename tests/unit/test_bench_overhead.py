@@ -132,7 +132,7 @@ def test_probe_cost_pairs_off_and_detached_per_repetition(tmp_path, monkeypatch)
     assert ov["reps"] == 3
     assert ov["min"] == pytest.approx(0.02) and ov["median"] == pytest.approx(0.1) and ov["max"] == pytest.approx(0.1)
     assert doc["figures"]["boundary_latency_seconds"] == {"min": 10.0, "median": 20.0, "max": 30.0, "reps": 3}
-    assert doc["max_steps"] == cost.QUICK["max_steps"] and "probe.n=32" in doc["overrides"]
+    assert doc["max_steps"] == cost.QUICK["max_steps"] and doc["overrides"] == cost.QUICK["extra"]
 
 
 def test_default_run_counts_the_probes_and_writes_its_figures(tmp_path, monkeypatch):
