@@ -72,6 +72,8 @@ SHOWN = {
         ("default_run_seconds", "default_run_seconds",
          "`python train.py logger=none` from an empty store and cache, start to exit"),
         ("default_run_checkpoints", "default_run_checkpoints", "probes it wrote: the base + each checkpoint"),
+        ("default_run_finished", "default/finished",
+         "1 = train.py exited by itself; 0 = killed at the script's --timeout (then the seconds are the timeout)"),
     ],
 }
 
