@@ -21,6 +21,10 @@ Arms: `toy_n256` (model=toy task=toy_arith probe=toy, n = 256, `--problems` prob
 verifier starts no workers) and `math` (model=smollm2_135m task=math500, the math verifier, which
 starts worker processes; a short `probe.max_new_tokens` so a rep takes a minute, not ten). The math
 arm's model conversion (GGUF -> HF folder, once per cache dir) runs in an unmeasured warm-up probe.
+The verifier starts its workers lazily, for the first (gold, answer) pair its in-process fast paths
+cannot settle; the quick math probe may never meet one (`peak_tree_processes_math` says so), so
+`math_workers` is a small process that builds the math verifier, starts its workers and scores a
+radical tuple, an interval union and a matrix through them: the tree a probe has once they run.
 
     python bench/bench_memory.py --quick --write       # docs/bench/memory.json
     python bench/bench_memory.py --arms toy_n256 --problems 200 --reps 3
@@ -147,6 +151,43 @@ class TreeSampler:
         return out
 
 
+# The `math_workers` arm: the math verifier's workers started and made to answer. A probe starts them
+# lazily, only for a (gold, answer) pair the in-process fast paths cannot settle; the quick math probe
+# (short, mostly truncated completions) and the toy world's integers never need one, so this arm
+# scores answers that do (a tuple with a radical, an interval union, a matrix).
+WORKERS_SCRIPT = """
+from boundlab.tasks.base import Problem
+from boundlab.verify.math import MathVerifier
+v = MathVerifier()
+v.pool.start(wait_ready=True)
+cases = [("(1, \\\\sqrt{2})", ["\\\\boxed{(1, \\\\sqrt 2)}", "\\\\boxed{(\\\\sqrt{2}, 1)}"]),
+         ("(-\\\\infty, 0) \\\\cup (1, \\\\infty)", ["\\\\boxed{(-\\\\infty,0)\\\\cup(1,\\\\infty)}"]),
+         ("\\\\begin{pmatrix} 1 & 2 \\\\\\\\ 3 & 4 \\\\end{pmatrix}", ["\\\\boxed{\\\\begin{pmatrix}1&2\\\\\\\\3&4\\\\end{pmatrix}}"])]
+for i, (gold, comps) in enumerate(cases):
+    print(gold, [x.correct for x in v.score(Problem(str(i), "q", gold), comps)], flush=True)
+print("math-verify calls", v.calls)
+v.close()
+"""
+
+
+def run_script(script: str, tmp: Path, tag: str, interval: float) -> dict[str, float]:
+    """A Python script (run in ROOT) measured like a probe: whole-tree peaks, ru_maxrss."""
+    d = Path(tempfile.mkdtemp(prefix=f"{tag}_", dir=tmp))
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    t = time.perf_counter()
+    with open(d / "out.log", "w") as log:
+        proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env, stdout=log,
+                                stderr=subprocess.STDOUT)
+        sampler = TreeSampler(proc.pid, interval).start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        figs = sampler.stop()
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        sys.exit(f"{tag} failed (exit {code}):\n{(d / 'out.log').read_text()[-3000:]}")
+    figs.update(ru_maxrss_mib=usage.ru_maxrss / 1024, seconds=time.perf_counter() - t)
+    return figs
+
+
 # ---- one probe process ----
 
 def run_probe(overrides: list[str], tmp: Path, tag: str, env_extra: dict[str, str],
@@ -193,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="8 toy problems; math: 2 problems x 1 sample, "
                     "64 new tokens")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--arms", nargs="+", default=["toy_n256", "math"], choices=["toy_n256", "math"])
+    ap.add_argument("--arms", nargs="+", default=["toy_n256", "math", "math_workers"],
+                    choices=["toy_n256", "math", "math_workers"])
     ap.add_argument("--problems", type=int, default=None, help="toy problems (default 200; --quick 8)")
     ap.add_argument("--math-limit", type=int, default=None, help="math problems (default 8; --quick 2)")
     ap.add_argument("--math-n", type=int, default=None, help="math samples per problem (default 2; --quick 1)")
@@ -221,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"warmup_math": warmup}), file=sys.stderr, flush=True)
 
     def arm(name: str) -> dict[str, float]:
+        if name == "math_workers":
+            return run_script(WORKERS_SCRIPT, tmp, name, a.interval)
         figs, store, _ = run_probe(overrides[name], tmp, name, env_extra, a.interval)
         if name == "toy_n256":
             figs.update(store_stats(store))

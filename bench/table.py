@@ -67,6 +67,11 @@ SHOWN = {
         ("peak_tree_pss_mib_math", "peak_tree_pss_mib_math", "the same as PSS (shared pages split)"),
         ("peak_tree_processes_math", "peak_tree_processes_math", "most processes in that tree at once"),
         ("ru_maxrss_mib_math", "ru_maxrss_mib_math", "the largest single process's peak (ru_maxrss), math"),
+        ("peak_tree_rss_mib_math_workers", "peak_tree_rss_mib_math_workers",
+         "peak RSS summed over the tree of a process whose math verifier started its workers and used them"),
+        ("peak_tree_pss_mib_math_workers", "peak_tree_pss_mib_math_workers", "the same as PSS"),
+        ("peak_tree_processes_math_workers", "peak_tree_processes_math_workers", "processes in that tree"),
+        ("ru_maxrss_mib_math_workers", "ru_maxrss_mib_math_workers", "its largest single process's peak (ru_maxrss)"),
     ],
     "default_run": [
         ("default_run_seconds", "default_run_seconds",

@@ -98,6 +98,8 @@ def test_memory_json_has_the_tree_figures_per_arm(tmp_path, monkeypatch):
         return ({"peak_tree_rss_mib": big, "peak_tree_pss_mib": big - 100, "peak_tree_processes": 3.0,
                  "ru_maxrss_mib": 400.0, "seconds": 1.0}, store, "")
     monkeypatch.setattr(mem, "run_probe", fake)
+    monkeypatch.setattr(mem, "run_script", lambda script, tmp, tag, interval: {
+        "peak_tree_rss_mib": 270.0, "peak_tree_processes": 5.0, "ru_maxrss_mib": 60.0, "seconds": 1.0})
     monkeypatch.setattr(mem, "store_stats", lambda p: {"bytes_per_sample": 120.0})
     monkeypatch.chdir(tmp_path)
     assert mem.main(["--quick", "--reps", "3", "--write"]) == 0
@@ -107,6 +109,8 @@ def test_memory_json_has_the_tree_figures_per_arm(tmp_path, monkeypatch):
     assert figs["peak_tree_rss_mib_toy_n256"]["median"] == 500.0
     assert figs["ru_maxrss_mib_toy_n256"]["reps"] == 3 and "toy_n256/bytes_per_sample" in figs
     assert doc["warmup_math"]["peak_tree_rss_mib"] == 900.0
+    assert figs["peak_tree_processes_math_workers"]["median"] == 5.0
+    assert doc["order"][1] == ["math", "math_workers", "toy_n256"]
     assert {"machine", "date", "command", "load", "order", "runs"} <= set(doc)
 
 
