@@ -6,8 +6,8 @@ probe process and every descendant, found by walking /proc/<pid>/stat's ppid fie
 the math verifier's worker processes count. Per sample it sums
 - RSS (/proc/<pid>/statm's resident pages): an upper bound, since forked workers' shared pages are
   counted once per process;
-- PSS (/proc/<pid>/smaps_rollup, where readable): shared pages split between the processes sharing
-  them, so the sum is the tree's real footprint.
+- PSS (/proc/<pid>/smaps_rollup, where readable; a process gone meanwhile adds nothing): shared
+  pages split between the processes sharing them, so the sum is the tree's real footprint.
 A process born and gone between two samples is missed by the sampler; `ru_maxrss` (os.wait4 on the
 probe: the largest of the probe and the descendants it waited for, not their sum) is reported beside.
 
@@ -103,9 +103,11 @@ def pss_bytes(pid: int) -> int | None:
 def tree_memory(root: int) -> dict[str, float]:
     """The tree's summed RSS and PSS (bytes; PSS None where unreadable) and its process count."""
     pids = tree_pids(root)
-    pss = [pss_bytes(p) for p in pids]
+    # A process that exits between the listing and the read (a zombie's smaps_rollup is empty)
+    # holds no memory any more: it adds nothing to either sum.
+    pss = [x for x in (pss_bytes(p) for p in pids) if x is not None]
     return {"rss": float(sum(rss_bytes(p) for p in pids)),
-            "pss": float(sum(pss)) if all(x is not None for x in pss) else None, "processes": len(pids)}
+            "pss": float(sum(pss)) if pss else None, "processes": len(pids)}
 
 
 class TreeSampler:
@@ -117,7 +119,7 @@ class TreeSampler:
         self.peak_rss = self.peak_pss = 0.0
         self.peak_processes = 0
         self.samples = 0
-        self.pss_ok = True
+        self.pss_seen = False  # smaps_rollup readable at least once
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -125,10 +127,9 @@ class TreeSampler:
         m = self.measure(self.pid)
         self.samples += 1
         self.peak_rss = max(self.peak_rss, m["rss"])
-        if m["pss"] is None:
-            self.pss_ok = False
-        else:
+        if m["pss"] is not None:
             self.peak_pss = max(self.peak_pss, m["pss"])
+            self.pss_seen = True
         self.peak_processes = max(self.peak_processes, m["processes"])
 
     def _loop(self) -> None:
@@ -146,7 +147,7 @@ class TreeSampler:
             self._thread.join()
         out = {"peak_tree_rss_mib": self.peak_rss / MIB, "peak_tree_processes": float(self.peak_processes),
                "tree_samples": float(self.samples)}
-        if self.pss_ok and self.samples:
+        if self.pss_seen:
             out["peak_tree_pss_mib"] = self.peak_pss / MIB
         return out
 

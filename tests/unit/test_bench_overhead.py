@@ -81,14 +81,16 @@ def test_children_map_reads_ppid_after_a_comm_with_spaces_and_parens(tmp_path):
 def test_the_sampler_keeps_the_peaks_of_what_it_measures():
     seen = iter([{"rss": 1 * MIB, "pss": 1 * MIB, "processes": 1},
                  {"rss": 5 * MIB, "pss": 3 * MIB, "processes": 4},
-                 {"rss": 2 * MIB, "pss": 2 * MIB, "processes": 2}])
+                 {"rss": 2 * MIB, "pss": 2 * MIB, "processes": 2},
+                 # the tree gone between listing and reading: no PSS this time, the peak stays
+                 {"rss": 0.0, "pss": None, "processes": 1}])
     last = {"rss": 0.0, "pss": 0.0, "processes": 0}
     s = mem.TreeSampler(0, measure=lambda pid: next(seen, last))
-    for _ in range(3):
+    for _ in range(4):
         s._take()
     out = s.stop()  # never started: the peaks of the three samples taken by hand
     assert out["peak_tree_rss_mib"] == 5 and out["peak_tree_pss_mib"] == 3 and out["peak_tree_processes"] == 4
-    assert out["tree_samples"] == 3
+    assert out["tree_samples"] == 4
 
 
 def test_memory_json_has_the_tree_figures_per_arm(tmp_path, monkeypatch):
