@@ -17,7 +17,7 @@ Figures, per arm, min / median / max over the repetitions:
 - `ru_maxrss_mib_<arm>`: the largest single process's peak;
 - `<arm>/bytes_per_sample` etc.: the store's size per stored sample (toy arm).
 
-Arms: `toy_n256` (model=toy task=toy_arith probe=toy, n = 256, `--problems` problems; the toy
+Arms: `toy_n256` (model=toy task=toy_arith probe=toy, n = 256 or each `--toy-n`, `--problems` problems; the toy
 verifier starts no workers) and `math` (model=smollm2_135m task=math500, the math verifier, which
 starts worker processes; a short `probe.max_new_tokens` so a rep takes a minute, not ten). The math
 arm's model conversion (GGUF -> HF folder, once per cache dir) runs in an unmeasured warm-up probe.
@@ -27,7 +27,7 @@ cannot settle; the quick math probe may never meet one (`peak_tree_processes_mat
 radical tuple, an interval union and a matrix through them: the tree a probe has once they run.
 
     python bench/bench_memory.py --quick --write       # docs/bench/memory.json
-    python bench/bench_memory.py --arms toy_n256 --problems 200 --reps 3
+    python bench/bench_memory.py --arms toy --toy-n 16 256 1024 2048 --problems 200 --reps 3
 
 Prints the figures as JSON.
 """
@@ -163,7 +163,8 @@ v = MathVerifier()
 v.pool.start(wait_ready=True)
 cases = [("(1, \\\\sqrt{2})", ["\\\\boxed{(1, \\\\sqrt 2)}", "\\\\boxed{(\\\\sqrt{2}, 1)}"]),
          ("(-\\\\infty, 0) \\\\cup (1, \\\\infty)", ["\\\\boxed{(-\\\\infty,0)\\\\cup(1,\\\\infty)}"]),
-         ("\\\\begin{pmatrix} 1 & 2 \\\\\\\\ 3 & 4 \\\\end{pmatrix}", ["\\\\boxed{\\\\begin{pmatrix}1&2\\\\\\\\3&4\\\\end{pmatrix}}"])]
+         ("\\\\begin{pmatrix} 1 & 2 \\\\\\\\ 3 & 4 \\\\end{pmatrix}",
+          ["\\\\boxed{\\\\begin{pmatrix}1&2\\\\\\\\3&4\\\\end{pmatrix}}"])]
 for i, (gold, comps) in enumerate(cases):
     print(gold, [x.correct for x in v.score(Problem(str(i), "q", gold), comps)], flush=True)
 print("math-verify calls", v.calls)
@@ -235,8 +236,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="8 toy problems; math: 2 problems x 1 sample, "
                     "64 new tokens")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--arms", nargs="+", default=["toy_n256", "math", "math_workers"],
-                    choices=["toy_n256", "math", "math_workers"])
+    ap.add_argument("--arms", nargs="+", default=["toy", "math", "math_workers"],
+                    choices=["toy", "math", "math_workers"])
+    ap.add_argument("--toy-n", type=int, nargs="+", default=[256],
+                    help="the toy arm's n, one arm toy_n<N> each (flat in n: --toy-n 16 256 1024 2048)")
+    ap.add_argument("--keep-text", default="all", choices=["all", "compact"],
+                    help="the toy arms' probe.keep_text")
     ap.add_argument("--problems", type=int, default=None, help="toy problems (default 200; --quick 8)")
     ap.add_argument("--math-limit", type=int, default=None, help="math problems (default 8; --quick 2)")
     ap.add_argument("--math-n", type=int, default=None, help="math samples per problem (default 2; --quick 1)")
@@ -248,8 +253,10 @@ def main(argv: list[str] | None = None) -> int:
     problems = a.problems or (8 if a.quick else 200)
     math_limit = a.math_limit or (2 if a.quick else 8)
     math_n = a.math_n or (1 if a.quick else 2)
+    arms = [x for name in a.arms for x in ([f"toy_n{n}" for n in a.toy_n] if name == "toy" else [name])]
     overrides = {
-        "toy_n256": ["model=toy", "task=toy_arith", "probe=toy", "probe.n=256", f"probe.limit={problems}"],
+        **{f"toy_n{n}": ["model=toy", "task=toy_arith", "probe=toy", f"probe.n={n}", f"probe.limit={problems}",
+                         f"probe.keep_text={a.keep_text}"] for n in a.toy_n},
         "math": ["model=smollm2_135m", "task=math500", f"probe.n={math_n}", f"probe.limit={math_limit}",
                  f"probe.max_new_tokens={a.math_tokens}"],
     }
@@ -267,13 +274,13 @@ def main(argv: list[str] | None = None) -> int:
         if name == "math_workers":
             return run_script(WORKERS_SCRIPT, tmp, name, a.interval)
         figs, store, _ = run_probe(overrides[name], tmp, name, env_extra, a.interval)
-        if name == "toy_n256":
+        if name.startswith("toy_n"):
             figs.update(store_stats(store))
         return figs
 
-    res = harness.run({n: (lambda n=n: arm(n)) for n in a.arms}, reps=a.reps,
+    res = harness.run({n: (lambda n=n: arm(n)) for n in arms}, reps=a.reps,
                       log=lambda s: print(s, file=sys.stderr, flush=True))
-    for name in a.arms:  # the issue's names beside the harness's <arm>/<figure>
+    for name in arms:  # the issue's names beside the harness's <arm>/<figure>
         for fig in ("peak_tree_rss_mib", "peak_tree_pss_mib", "peak_tree_processes", "ru_maxrss_mib"):
             if f"{name}/{fig}" in res["figures"]:
                 res["figures"][f"{fig}_{name}"] = res["figures"][f"{name}/{fig}"]

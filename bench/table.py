@@ -63,7 +63,8 @@ SHOWN = {
          "peak RSS summed over the probe's process tree, toy world, n = 256"),
         ("peak_tree_pss_mib_toy_n256", "peak_tree_pss_mib_toy_n256", "the same as PSS (shared pages split)"),
         ("peak_tree_rss_mib_math", "peak_tree_rss_mib_math",
-         "peak RSS summed over the process tree, SmolLM2-135M on math500, math verifier (whose workers these short completions never started)"),
+         "peak RSS summed over the process tree, SmolLM2-135M on math500, math verifier "
+         "(whose workers these short completions never started)"),
         ("peak_tree_pss_mib_math", "peak_tree_pss_mib_math", "the same as PSS (shared pages split)"),
         ("peak_tree_processes_math", "peak_tree_processes_math", "most processes in that tree at once"),
         ("ru_maxrss_mib_math", "ru_maxrss_mib_math", "the largest single process's peak (ru_maxrss), math"),

@@ -154,3 +154,18 @@ def test_default_run_counts_the_probes_and_writes_its_figures(tmp_path, monkeypa
     doc = json.loads((tmp_path / "docs" / "bench" / "default_run.json").read_text())
     assert doc["figures"]["default_run_checkpoints"] == {"min": 3.0, "median": 3.0, "max": 3.0, "reps": 1}
     assert doc["figures"]["default_run_seconds"]["reps"] == 1 and doc["load"]["reps"] == 2
+
+
+def test_memory_toy_arms_by_n(tmp_path, monkeypatch):
+    seen = []
+
+    def fake(overrides, tmp, tag, env_extra, interval):
+        seen.append((tag, [o for o in overrides if o.startswith(("probe.n=", "probe.keep_text="))]))
+        return ({"peak_tree_rss_mib": 500.0, "peak_tree_processes": 1.0, "ru_maxrss_mib": 500.0,
+                 "seconds": 1.0}, tmp / "s.sqlite", "")
+    monkeypatch.setattr(mem, "run_probe", fake)
+    monkeypatch.setattr(mem, "store_stats", lambda p: {"bytes_per_sample": 120.0})
+    assert mem.main(["--arms", "toy", "--toy-n", "16", "2048", "--keep-text", "compact", "--reps", "2",
+                     "--keep", str(tmp_path)]) == 0
+    assert [t for t, _ in seen] == ["toy_n16", "toy_n2048", "toy_n2048", "toy_n16"]
+    assert dict(seen)["toy_n2048"] == ["probe.n=2048", "probe.keep_text=compact"]
