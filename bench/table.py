@@ -50,6 +50,37 @@ SHOWN = {
         ("verify_worker_startup_first_seconds", "verify_worker_startup_first_seconds",
          "the same for the process's first verifier (starts the fork server)"),
     ],
+    "probe_cost": [
+        ("detached_overhead", "detached_overhead",
+         "detached training wall / off training wall - 1, paired per repetition (target <= 0.05)"),
+        ("boundary_latency_seconds", "boundary_latency_seconds",
+         "seconds from training's end to the end of the last checkpoint's detached probe"),
+        ("train_wall_seconds_off", "off/train_wall_seconds", "training wall, probing off"),
+        ("train_wall_seconds_detached", "detached/train_wall_seconds", "training wall, detached watcher beside it"),
+    ],
+    "memory": [
+        ("peak_tree_rss_mib_toy_n256", "peak_tree_rss_mib_toy_n256",
+         "peak RSS summed over the probe's process tree, toy world, n = 256"),
+        ("peak_tree_pss_mib_toy_n256", "peak_tree_pss_mib_toy_n256", "the same as PSS (shared pages split)"),
+        ("peak_tree_rss_mib_math", "peak_tree_rss_mib_math",
+         "peak RSS summed over the process tree, SmolLM2-135M on math500, math verifier "
+         "(whose workers these short completions never started)"),
+        ("peak_tree_pss_mib_math", "peak_tree_pss_mib_math", "the same as PSS (shared pages split)"),
+        ("peak_tree_processes_math", "peak_tree_processes_math", "most processes in that tree at once"),
+        ("ru_maxrss_mib_math", "ru_maxrss_mib_math", "the largest single process's peak (ru_maxrss), math"),
+        ("peak_tree_rss_mib_math_workers", "peak_tree_rss_mib_math_workers",
+         "peak RSS summed over the tree of a process whose math verifier started its workers and used them"),
+        ("peak_tree_pss_mib_math_workers", "peak_tree_pss_mib_math_workers", "the same as PSS"),
+        ("peak_tree_processes_math_workers", "peak_tree_processes_math_workers", "processes in that tree"),
+        ("ru_maxrss_mib_math_workers", "ru_maxrss_mib_math_workers", "its largest single process's peak (ru_maxrss)"),
+    ],
+    "default_run": [
+        ("default_run_seconds", "default_run_seconds",
+         "`python train.py logger=none` from an empty store and cache, start to exit"),
+        ("default_run_checkpoints", "default_run_checkpoints", "probes it wrote: the base + each checkpoint"),
+        ("default_run_finished", "default/finished",
+         "1 = train.py exited by itself; 0 = killed at the script's --timeout (then the seconds are the timeout)"),
+    ],
 }
 
 
