@@ -125,9 +125,17 @@ def test_a_difference_of_one_problem_is_unresolved(tmp_path):
 
 
 def test_absent_inputs_are_rows_not_measured(tmp_path):
-    synthetic_store(tmp_path / "store.sqlite", {"base": _c({range(20): 1}), "fin": _c({range(10): 8})})
+    from boundlab.report.build import run
+
+    synthetic_store(tmp_path / "store.sqlite", {"base": _c({range(20): 1}), "fin": _c({range(10): 8}),
+                                                "other": _c({range(30): 8})})
     r0 = run_dir(tmp_path / "0_grpo", "grpo", [BASE, _ck(10, "fin")])
-    out, v, rows = _verdict(tmp_path, r0, [r0])
+    r1 = run_dir(tmp_path / "1_mystery", "?", [BASE, _ck(10, "other")])  # no algorithm recorded
+    cfg = report_cfg(tmp_path, r0, [r0, r1])
+    cfg.models = ["other"]  # a model by probe key: its training is unknown
+    out = run(cfg).parent
+    rows = read_csv(out / "verdict.csv")
+    assert {r["arm"] for r in rows} == {"grpo", ""}
     assert [int(r["finding"]) for r in rows] == [1, 2, 3, 4, 5, 6]
     for f, why in ((4, "no base-vs-base null probe"), (5, "1 step probed by every seed"),
                    (6, "no distillation arm")):
@@ -136,6 +144,9 @@ def test_absent_inputs_are_rows_not_measured(tmp_path):
         assert row["value"] == "" and row["ci_low"] == ""
     md = (out / "report.md").read_text()
     assert md.count("| not measured |") == 3
+    assert "Note: mystery: its runs include one whose algorithm is unknown (?); left out of the verdict." in md
+    assert ("Note: Not in the verdict (given in models=[...], not as a training run in runs=[...] or "
+            "sweeps=[...]): other.") in md
 
 
 def test_no_rl_run_leaves_every_rl_finding_not_measured(tmp_path):

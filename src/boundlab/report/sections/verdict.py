@@ -19,7 +19,8 @@ from boundlab.report.document import Doc, Table
 
 COLUMNS = ["finding", "claim", "arm", "family", "seeds", "runs", "step", "statistic", "k", "problems",
            "value", "ci_low", "ci_high", "interval", "verdict", "rule", "evidence", "cannot_show"]
-MD_COLUMNS = ["finding", "claim", "arm", "statistic", "value", "ci_low", "ci_high", "verdict", "interval", "evidence"]
+MD_COLUMNS = ["finding", "claim", "arm", "statistic", "value", "ci_low", "ci_high", "verdict", "rule", "interval",
+              "evidence"]
 
 
 class _Arm:
@@ -29,7 +30,10 @@ class _Arm:
         self.name, self.runs = name, runs
         algos = {run.algo for run in runs}
         dist = {V.is_distill(a) for a in algos}
-        self.family = "mixed" if len(dist) > 1 else ("distill" if dist.pop() else "RL")
+        if "?" in algos:  # read_run: no run_info.json algo and no saved config
+            self.family = "unknown"
+        else:
+            self.family = "mixed" if len(dist) > 1 else ("distill" if dist.pop() else "RL")
         steps = [set(s for s, _, _ in run.checkpoints) for run in runs]
         self.steps = sorted(set.intersection(*steps))
         self.left = sorted(set.union(*steps) - set(self.steps))
@@ -174,16 +178,19 @@ def rows_of(r: Report) -> tuple[list[list], list[str]]:
         a = _Arm(name, runs)
         if a.left:
             notes.append(f"{name}: step(s) {', '.join(map(str, a.left))} not probed by every seed; left out.")
-        if a.family == "mixed":
-            notes.append(f"{name}: its runs mix distillation and RL ({', '.join(sorted({x.algo for x in runs}))}); "
+        if a.family in ("mixed", "unknown"):
+            what = "mix distillation and RL" if a.family == "mixed" else "include one whose algorithm is unknown"
+            notes.append(f"{name}: its runs {what} ({', '.join(sorted({x.algo for x in runs}))}); "
                          f"left out of the verdict.")
         elif not a.steps:
             notes.append(f"{name}: its seeds share no probed step; left out of the verdict.")
         else:
             (dist if a.family == "distill" else rl).append(a)
-    bare = [p.entry.label for p in r.models if p.entry.run is None]
+    in_runs = {run.path.resolve() for run in r.inputs.runs}
+    bare = [p.entry.label for p in r.models if p.entry.run is None or p.entry.run.path.resolve() not in in_runs]
     if bare:
-        notes.append(f"Not in the verdict (given without a run dir, training unknown): {', '.join(bare)}.")
+        notes.append(f"Not in the verdict (given in models=[...], not as a training run in runs=[...] or "
+                     f"sweeps=[...]): {', '.join(bare)}.")
     rows = []
     nulls = _nulls(r)
     for a in rl:
@@ -203,10 +210,11 @@ def render(r: Report, d: Doc) -> None:
     d.add(f"The paper's findings (Yue et al. 2025), each read off this report's probes ({r.metric} pass@k). "
           f"Δ = arm − base on the same {len(r.ids)} problems; k_max = the largest k both sides were sampled "
           f"at (never extrapolated). Intervals are {r.cfg.ci:.0%}: hierarchical (seeds, then problems) where an "
-          f"arm has two or more seeds, else the problem bootstrap (marked single seed). A Δ is **reproduced** / "
-          f"**not reproduced** only when its interval lies beyond 0 by more than one problem (1/N) in the "
-          f"predicted / opposite direction; otherwise it is **unresolved at this power**. The rules of each "
-          f"finding: `boundlab.report.verdict`; what each row cannot show: `cannot_show` in verdict.csv.")
+          f"arm has two or more seeds, else the problem bootstrap (marked single seed). A Δ (findings 1, 2, 5, "
+          f"6) is **reproduced** / **not reproduced** only when its interval lies beyond 0 by more than one "
+          f"problem (1/N) in the predicted / opposite direction; otherwise it is **unresolved at this power**. "
+          f"The crossing (3) and the subset finding (4) have rules of their own (the `rule` column); all are "
+          f"defined in `boundlab.report.verdict`. What each row cannot show: `cannot_show` in verdict.csv.")
     d.table(Table("verdict", COLUMNS, rows), md_columns=MD_COLUMNS)
     for note in notes:
         d.add(f"Note: {note}")
