@@ -74,10 +74,16 @@ def test_every_finding_reproduced(tmp_path):
     # 4. RL solves nothing outside the base's 0-19; the null solves problem 20: G − G0 = 0 − 1.
     f4 = v[(4, "grpo")]
     assert float(f4["value"]) == pytest.approx(-1.0, abs=1e-12) and float(f4["ci_high"]) <= 1
+    # −X with X ~ Binomial(40, 1/40) the draws of problem 20 (as in the one-problem test): [−3, 0].
+    assert (float(f4["ci_low"]), float(f4["ci_high"])) == (pytest.approx(-3.0, abs=1e-12), 0.0)
     assert "expected RL-only problems 0.00, null-only 1.00" in f4["evidence"]
     # 5. pass@8 at step 10 (10/40) − step 5 (20/40).
     f5 = v[(5, "grpo")]
     assert (float(f5["value"]), f5["step"]) == (pytest.approx(-0.25, abs=1e-12), "5..10")
+    # Both seeds alike, so Δ* = −X/40 with X ~ Binomial(40, 1/4) the draws of problems 10-19:
+    # P(X <= 4) = 0.016 < 0.025 <= P(X <= 5) = 0.043, so the upper end is −5/40 (as for finding 2).
+    assert float(f5["ci_high"]) == pytest.approx(-5 / 40, abs=1e-12)
+    assert float(f2["ci_high"]) == pytest.approx(-5 / 40, abs=1e-12)
     # 6. Distillation: pass@8 = 30/40 against 20/40; one seed, the row says so.
     f6 = v[(6, "sft_distill")]
     assert float(f6["value"]) == pytest.approx(0.25, abs=1e-12) and f6["interval"].endswith("single seed")
