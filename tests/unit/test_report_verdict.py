@@ -216,3 +216,24 @@ def test_distill_names_match_the_registered_family():
 
     assert {a.name for a in _builtins() if a.family == "distill"} == {a.name for a in _builtins()
                                                                        if is_distill(a.name)}
+
+
+def test_every_column_holds_one_type(tmp_path):
+    # W&B tables refuse a column whose rows mix types (the step "10" beside "5..10" once did).
+    from boundlab.probe.store import Store
+    from boundlab.report.comparisons import compute
+    from boundlab.report.sections.verdict import COLUMNS, rows_of
+
+    synthetic_store(tmp_path / "store.sqlite", {"base": _c({range(20): 1}), "mid": _c({range(20): 4}),
+                                                "fin": _c({range(10): 8})})
+    r0 = run_dir(tmp_path / "0_grpo", "grpo", [BASE, _ck(5, "mid"), _ck(10, "fin")])
+    store = Store(tmp_path / "store.sqlite", writable=False)
+    try:
+        rows, _ = rows_of(compute(report_cfg(tmp_path, r0, [r0]), store))
+    finally:
+        store.close()
+    assert any(row[COLUMNS.index("verdict")] == "not measured" for row in rows)
+    for j, col in enumerate(COLUMNS):
+        kinds = {"number" if isinstance(row[j], (int, float)) else type(row[j]).__name__
+                 for row in rows if row[j] is not None}
+        assert len(kinds) <= 1, (col, kinds)

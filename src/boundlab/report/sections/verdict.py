@@ -49,6 +49,8 @@ def _row(finding: int, arm: str = "", family: str = "", seeds: Any = None, runs:
          verdict: str = V.NOT_MEASURED, rule: str = "", evidence: str = "", cannot: str = "") -> list:
     value, lo, hi = (None, None, None) if iv is None else (iv.value, iv.lo, iv.hi)
     how = "" if iv is None else iv.how()
+    # A string in every row ("10", "5..10" for a change over training): W&B tables keep one type a column.
+    step = None if step is None else str(step)
     return [finding, V.CLAIMS[finding], arm, family, seeds, runs, step, statistic, k, problems, value, lo, hi,
             how, verdict, rule, evidence, cannot]
 
