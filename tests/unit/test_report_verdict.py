@@ -237,3 +237,14 @@ def test_every_column_holds_one_type(tmp_path):
         kinds = {"number" if isinstance(row[j], (int, float)) else type(row[j]).__name__
                  for row in rows if row[j] is not None}
         assert len(kinds) <= 1, (col, kinds)
+
+
+def test_a_null_of_another_base_is_not_the_chance_level(tmp_path):
+    synthetic_store(tmp_path / "store.sqlite", {"base": _c({range(20): 1}), "base2": _c({range(30): 1}),
+                                                "null2": _c({range(30): 1}), "fin": _c({range(10): 8})})
+    r0 = run_dir(tmp_path / "0_grpo", "grpo", [BASE, _ck(10, "fin")])
+    r1 = run_dir(tmp_path / "1_nsr", "nsr", [{"kind": "base", "step": 0, "probe_key": "base2"},
+                                             {"kind": "null", "probe_key": "null2", "seed": 1}, _ck(10, "fin")])
+    out, v, _ = _verdict(tmp_path, r0, [r0, r1])
+    assert v[(4, "grpo")]["verdict"] == v[(4, "nsr")]["verdict"] == "not measured"
+    assert "its null null2 is a second draw of another base (base2)" in (out / "report.md").read_text()

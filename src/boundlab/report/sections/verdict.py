@@ -59,13 +59,19 @@ def _absent(finding: int, why: str, arm: str = "", family: str = "") -> list:
     return _row(finding, arm=arm, family=family, rule=why)
 
 
-def _nulls(r: Report) -> list[tuple[str, np.ndarray]]:
-    """(probe key, per-problem matrix) of each distinct base-vs-base null probe in the runs."""
+def _nulls(r: Report, notes: list[str]) -> list[tuple[str, np.ndarray]]:
+    """(probe key, per-problem matrix) of each distinct base-vs-base null probe in the runs that
+    start from the report's base (a null of another base is no chance level for this one)."""
     out: dict[str, np.ndarray] = {}
-    for run in r.runs:
-        if run.null is not None:
-            key = run.null[1]
-            out.setdefault(key, run.summaries[key].per_problem)
+    for rd, run in zip(r.inputs.runs, r.runs):  # comparisons.progression: one RunProgress per run, in order
+        if run.null is None:
+            continue
+        key = run.null[1]
+        if rd.base_key not in (None, r.base.entry.key):
+            notes.append(f"{run.label}: its null {key} is a second draw of another base ({rd.base_key}); "
+                         f"not used as this report's chance level.")
+            continue
+        out.setdefault(key, run.summaries[key].per_problem)
     return list(out.items())
 
 
@@ -194,7 +200,7 @@ def rows_of(r: Report) -> tuple[list[list], list[str]]:
         notes.append(f"Not in the verdict (given in models=[...], not as a training run in runs=[...] or "
                      f"sweeps=[...]): {', '.join(bare)}.")
     rows = []
-    nulls = _nulls(r)
+    nulls = _nulls(r, notes)
     for a in rl:
         rows += _rl_rows(r, a, it, nulls)
     if not rl:
