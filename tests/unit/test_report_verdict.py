@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from report_kit import IDS, N, read_csv, report_cfg, run_dir, synthetic_store
+from report_kit import IDS, read_csv, report_cfg, run_dir, synthetic_store
 
 BASE = {"kind": "base", "step": 0, "probe_key": "base"}
 

@@ -181,7 +181,8 @@ def subset_rule(iv: Interval) -> tuple[str, str]:
     label = classify(iv.lo / iv.problems, iv.hi / iv.problems, iv.problems)
     if label == GAIN:
         return NOT_REPRODUCED, "lower end more than one problem above the null's gains"
-    return UNRESOLVED_HERE, "interval reaches more than one problem above the null's gains but does not exclude them"
+    return UNRESOLVED_HERE, ("interval reaches more than one problem above the null's gains but does not "
+                             "exclude them")
 
 
 def crossing_rule(cr: Crossing) -> tuple[str, str]:
