@@ -124,8 +124,9 @@ def _rl_rows(r: Report, a: _Arm, it: int, nulls: list[tuple[str, np.ndarray]]) -
                         + (f"; per seed: {per_seed}" if S > 1 else ""),
                cannot="problem bootstrap of the seeds' mean curve: seeds averaged, not resampled; a resample "
                       "not above the base at k = 1 counts as crossing at 1")
-    row[COLUMNS.index("interval")] = (f"problem bootstrap of the mean curve over {S} seeds, "
-                                      f"{cfg.bootstrap_iters:,} resamples" + ("; single seed" if S == 1 else ""))
+    row[COLUMNS.index("interval")] = (f"problem bootstrap of the mean curve over {S} seeds, {cfg.bootstrap_iters:,} "
+                                      f"resamples" if S > 1 else
+                                      f"problem bootstrap, {cfg.bootstrap_iters:,} resamples; single seed")
     rows.append(row)
     if nulls:
         null_pps = [pp for _, pp in nulls]
@@ -140,7 +141,7 @@ def _rl_rows(r: Report, a: _Arm, it: int, nulls: list[tuple[str, np.ndarray]]) -
                          cannot=f"expected counts at k = {k4}; problems neither side solves within k are invisible"
                                 + single))
     else:
-        rows.append(_absent(4, "not measured: no base-vs-base null probe (probe.null_seed_offset) in any run",
+        rows.append(_absent(4, "no base-vs-base null probe of this base (probe.null_seed_offset) in the runs",
                             a.name, a.family))
     if len(a.steps) >= 2:
         first, last = a.steps[0], a.steps[-1]
@@ -156,7 +157,7 @@ def _rl_rows(r: Report, a: _Arm, it: int, nulls: list[tuple[str, np.ndarray]]) -
                          cannot="first against last probed step, not a slope: a dip that recovers in between "
                                 "is not seen" + single))
     else:
-        rows.append(_absent(5, f"not measured: {a.name} has {len(a.steps)} step probed by every seed; "
+        rows.append(_absent(5, f"{a.name} has {len(a.steps)} step probed by every seed; "
                                f"a change over training needs two", a.name, a.family))
     return rows
 
@@ -204,11 +205,11 @@ def rows_of(r: Report) -> tuple[list[list], list[str]]:
     for a in rl:
         rows += _rl_rows(r, a, it, nulls)
     if not rl:
-        why = "not measured: no RL training run with a probed checkpoint (runs=[...] or sweeps=[...])"
+        why = "no RL training run with a probed checkpoint (runs=[...] or sweeps=[...])"
         rows += [_absent(f, why) for f in (1, 2, 3, 4, 5)]
     rows += [_distill_row(r, a, it) for a in dist]
     if not dist:
-        rows.append(_absent(6, "not measured: no distillation arm (sft_distill, onpolicy_distill) in the runs"))
+        rows.append(_absent(6, "no distillation arm (sft_distill, onpolicy_distill) in the runs"))
     rows.sort(key=lambda row: row[0])  # by finding; arms keep their order within one
     return rows, notes
 
