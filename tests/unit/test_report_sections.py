@@ -77,30 +77,34 @@ def rows(path: Path) -> list[dict]:
 def test_headings_and_contents_follow_the_registered_list(tmp_path):
     from boundlab.report.build import SECTIONS, run
 
-    assert SECTIONS == ("1. pass@k curves", "2. Sampling-efficiency gap", "3. Solvable-set coverage",
-                        "4. Perplexity under the base model", "5. Checkpoint progression",
-                        "6. Algorithm comparison", "7. Case studies", "8. Breakdown by problem tag",
-                        "9. Remedies: pass@1 against the boundary",
-                        "10. Mechanism per problem and luck")
+    assert SECTIONS == ("1. Verdict: the paper's findings", "2. pass@k curves", "3. Sampling-efficiency gap",
+                        "4. Solvable-set coverage", "5. Perplexity under the base model",
+                        "6. Checkpoint progression", "7. Algorithm comparison", "8. Case studies",
+                        "9. Breakdown by problem tag", "10. Remedies: pass@1 against the boundary",
+                        "11. Mechanism per problem and luck")
     md = run(report_cfg(tmp_path)).read_text()
     lines = md.splitlines()
     assert [ln[3:] for ln in lines if ln.startswith("## ")] == list(SECTIONS)
     contents = next(ln for ln in lines if ln.startswith("Contents: "))
-    assert contents == ("Contents: [1. pass@k curves](#1-passk-curves) · [2. Sampling-efficiency gap]"
-                        "(#2-sampling-efficiency-gap) · [3. Solvable-set coverage](#3-solvable-set-coverage)"
-                        " · [4. Perplexity under the base model](#4-perplexity-under-the-base-model) · "
-                        "[5. Checkpoint progression](#5-checkpoint-progression) · [6. Algorithm comparison]"
-                        "(#6-algorithm-comparison) · [7. Case studies](#7-case-studies) · "
-                        "[8. Breakdown by problem tag](#8-breakdown-by-problem-tag) · "
-                        "[9. Remedies: pass@1 against the boundary](#9-remedies-pass1-against-the-boundary)"
-                        " · [10. Mechanism per problem and luck](#10-mechanism-per-problem-and-luck)")
+    assert contents == ("Contents: [1. Verdict: the paper's findings](#1-verdict-the-papers-findings) · "
+                        "[2. pass@k curves](#2-passk-curves) · [3. Sampling-efficiency gap]"
+                        "(#3-sampling-efficiency-gap) · [4. Solvable-set coverage](#4-solvable-set-coverage)"
+                        " · [5. Perplexity under the base model](#5-perplexity-under-the-base-model) · "
+                        "[6. Checkpoint progression](#6-checkpoint-progression) · [7. Algorithm comparison]"
+                        "(#7-algorithm-comparison) · [8. Case studies](#8-case-studies) · "
+                        "[9. Breakdown by problem tag](#9-breakdown-by-problem-tag) · "
+                        "[10. Remedies: pass@1 against the boundary](#10-remedies-pass1-against-the-boundary)"
+                        " · [11. Mechanism per problem and luck](#11-mechanism-per-problem-and-luck)")
     # Each section's text sits under its own heading.
     at = {h: lines.index(f"## {h}") for h in SECTIONS}
-    assert at["3. Solvable-set coverage"] < lines.index("| model | both | base_only | model_only | "
+    assert at["4. Solvable-set coverage"] < lines.index("| model | both | base_only | model_only | "
                                                         "neither | base_solvable | model_solvable | "
                                                         "subset_of_base | outside_base |") \
-        < at["4. Perplexity under the base model"]
-    assert lines[at["4. Perplexity under the base model"] + 2] == "Skipped (perplexity.enabled=false)."
+        < at["5. Perplexity under the base model"]
+    assert lines[at["5. Perplexity under the base model"] + 2] == "Skipped (perplexity.enabled=false)."
+    # The verdict comes first, its table under its own heading.
+    assert at["1. Verdict: the paper's findings"] < lines.index("Table: [verdict.csv](verdict.csv).") \
+        < at["2. pass@k curves"]
 
 
 def test_one_registration_line_adds_a_section(tmp_path, monkeypatch):
@@ -108,7 +112,7 @@ def test_one_registration_line_adds_a_section(tmp_path, monkeypatch):
     from boundlab.report.document import Table
 
     def render(r, d):
-        # Reads the comparisons computed once: the same dSE as section 2.
+        # Reads the comparisons computed once: the same dSE as the sampling-efficiency section.
         d.table(Table("extra", ["model", "dSE"], [[p.entry.label, vs.dse.value] for p, vs in r.pairs()]))
 
     k = len(sections.SECTIONS) + 1  # the new section's number

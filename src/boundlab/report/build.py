@@ -38,6 +38,11 @@ def _rel(path: Any, out: Path) -> str:
         return str(path)
 
 
+def _number(title: str) -> int:
+    """The number of the registered section `title`."""
+    return next(i for i, s in enumerate(sections.SECTIONS, 1) if s.title == title)
+
+
 def _header(r: Report, d: Doc) -> None:
     cfg, b = r.cfg, r.base
     d.add("# BoundLab report: does training expand the reasoning boundary, or sharpen it?")
@@ -49,7 +54,7 @@ def _header(r: Report, d: Doc) -> None:
     if r.metric == "strict":
         d.add("**Headline metric: strict pass@k**: a sample counts only with the right answer *and* a "
               "valid chain of thought. Every pass@k, Δ, coverage cell, crossing and ΔSE below is "
-              "strict; answer-only pass@k is shown beside it (section 1) with the gap.")
+              f"strict; answer-only pass@k is shown beside it (section {_number('pass@k curves')}) with the gap.")
     rows = []
     for p in [r.base, *r.models]:  # pass@1, pass@n: the headline metric
         e = p.entry

@@ -14,7 +14,7 @@ from typing import Callable
 from boundlab.report.comparisons import Report
 from boundlab.report.document import Doc
 from boundlab.report.sections import (algorithms, breakdown, cases, coverage, dse, mechanism,
-                                      passk, perplexity, progression, remedies)
+                                      passk, perplexity, progression, remedies, verdict)
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class Section:
 
 
 SECTIONS: list[Section] = [
+    Section("Verdict: the paper's findings", verdict.render),
     Section("pass@k curves", passk.render),
     Section("Sampling-efficiency gap", dse.render),
     Section("Solvable-set coverage", coverage.render),
