@@ -33,6 +33,7 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
     from boundlab.models import resolve_model_path
     from boundlab.probe.context import ProbeContext
     from boundlab.probe.spec import ProbeSpec, set_threads
+    from boundlab.tracking.segments import take_over
     from boundlab.rundir import checkpoints as ck
     from boundlab.rundir.io import read_json
 
@@ -52,7 +53,7 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
     with ProbeContext.from_config(cfg) as ctx:
         logger = ctx.open_logger(with_updates(cfg.logger, run_id=info.get("wandb_run_id"), job_type="probe"),
                                  run_dir, to_dict(cfg))
-        plan = _restart_plan(run_dir) if logger.mode == "offline" else None
+        plan = take_over(run_dir, role="probe") if logger.mode == "offline" else None
         logger.open_segment("probe")  # the rows it logs count as held when the trainer resumes
         tracker = build_tracker(run_dir, ctx, ProbeSpec.from_config(cfg.probe))
         relogged = tracker.relog_missing(plan.probe_missing) if plan is not None else []
@@ -125,19 +126,3 @@ def _wait_for_run_info(run_dir: Path, poll_s: float, timeout_s: float | None) ->
                   flush=True)
             said = True
         time.sleep(min(poll_s, 1.0))
-
-
-def _restart_plan(run_dir: Path) -> Any:
-    """A restarted watcher (it holds the probe lock, so no earlier one is alive) sets aside the W&B
-    folders of killed watchers and re-logs the probe rows no kept segment holds, deciding from the
-    run dir's records alone (boundlab.tracking.segments)."""
-    from boundlab.tracking.segments import resume_plan, set_aside
-
-    plan = resume_plan(run_dir, role="probe")
-    if plan.legacy:
-        return None
-    moved = set_aside(run_dir, plan.killed)
-    if moved:
-        print(f"[boundlab] set aside the W&B files of the killed watcher(s) ({', '.join(moved)}): "
-              f"what they held is logged again from the run dir", flush=True)
-    return plan

@@ -158,3 +158,22 @@ def set_aside(run_dir: str | os.PathLike, killed: list[dict[str, Any]]) -> list[
         record = run_dir / WANDB_SEGMENTS_DIR / f"{s['segment']}.json"
         atomic_write_json(record, {**s, "set_aside": _rel(run_dir, dest)})
     return moved
+
+
+def take_over(run_dir: str | os.PathLike, role: str = "train") -> ResumePlan | None:
+    """A restarted process of `role` (it holds that role's lock, so no earlier one is alive): sets
+    aside the W&B folders of the killed ones, says so in one line, and returns what the W&B run keeps
+    (`resume_plan`), deciding from the run dir's records alone. None for a run dir from before the
+    records: nothing is re-logged (the trainer says so; a watcher leaves it to its trainer)."""
+    plan = resume_plan(run_dir, role=role)
+    if plan.legacy:
+        if role == "train":
+            print("[boundlab] this run dir's W&B files predate the segment records (wandb_segments/): "
+                  "nothing is re-logged into W&B", flush=True)
+        return None
+    moved = set_aside(run_dir, plan.killed)
+    if moved:
+        who = "watcher(s)" if role == "probe" else "process(es)"
+        print(f"[boundlab] set aside the W&B files of the killed {who} ({', '.join(moved)}): "
+              f"what they held is logged again from the run dir", flush=True)
+    return plan

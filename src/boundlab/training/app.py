@@ -49,6 +49,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.rundir import checkpoints as ck
     from boundlab.training.init_from import check_required, resolve_init
     from boundlab.training.rewards import check_strict, make_reward_fn
+    from boundlab.tracking.segments import take_over
 
     from boundlab.algos import check as check_algo
     from boundlab.errors import no_space_left
@@ -102,7 +103,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         logger = ctx.open_logger(logger_cfg, run_dir, to_dict(cfg))
         # Decided before this process's own segment is recorded: what the W&B run keeps of the
         # earlier processes, from the run dir's records alone (boundlab.tracking.segments).
-        plan = _resume_plan(run_dir) if resuming and logger.mode == "offline" else None
+        plan = take_over(run_dir) if resuming and logger.mode == "offline" else None
         logger.open_segment("train", ck.step_of(resume_from) if resume_from is not None else 0)
         info.update(wandb_run_id=logger.run_id, started=info.get("started", time.time()),
                     algo=cfg.algo.name, model=cfg.model.name, task=probe_task.name, seed=cfg.train.seed)
@@ -237,23 +238,6 @@ def _outcome_bonus(cfg: Any):
         return None
     ob = cfg.reward.outcome_bonus
     return OutcomeBonus(ob.ucb_coef, ob.repeat_penalty)
-
-
-def _resume_plan(run_dir: Path) -> Any:
-    """Set aside the W&B folders of killed trainer processes and say what the run keeps
-    (boundlab.tracking.segments); the train lock is held, so no earlier trainer is alive."""
-    from boundlab.tracking.segments import resume_plan, set_aside
-
-    plan = resume_plan(run_dir)
-    if plan.legacy:
-        print("[boundlab] this run dir's W&B files predate the segment records (wandb_segments/): "
-              "nothing is re-logged into W&B", flush=True)
-        return None
-    moved = set_aside(run_dir, plan.killed)
-    if moved:
-        print(f"[boundlab] set aside the W&B files of the killed process(es) ({', '.join(moved)}): "
-              f"what they held is logged again from the run dir", flush=True)
-    return plan
 
 
 def _relog(plan: Any, tracker: Any, logger: Any, resume_from: Path | None) -> None:
