@@ -12,7 +12,17 @@
 #
 #   bash scripts/reproduce_toy2_settled.sh [OUT_DIR]     (default outputs/toy2_settled)
 #   DRY_RUN=1 bash scripts/reproduce_toy2_settled.sh     prints every command, runs nothing
-# REPORT_DIR (default docs/toy2_settled) is where the reports go; PYTHON the interpreter.
+#   PACK_ONLY=1 bash scripts/reproduce_toy2_settled.sh   packs what the store holds (before the machine
+#                                                        goes away), runs nothing else
+# REPORT_DIR (default docs/toy2_settled) is where the reports go; PYTHON the interpreter; the store is
+# BOUNDLAB_STORE (default OUT_DIR/store.sqlite); ARCHIVE_DIR (default archive/toy2_settled, in git)
+# holds the probe archives.
+#
+# Across machines and sessions: the store lives on local disk, so every large probe is packed, when
+# it finishes, into ARCHIVE_DIR/<model name>.sqlite.xz (boundlab.probe.archive: every sample, about
+# 2 bytes each compressed), and every archive there is unpacked into the store at the start. Commit
+# ARCHIVE_DIR and a fresh clone continues where the last machine stopped: finished probes come back
+# whole, and a probe packed midway (PACK_ONLY=1 after stopping it) resumes from its packed samples.
 #
 # Resumable: run it again after any interruption. A probe whose problems.csv exists is skipped, and
 # one killed midway picks up its samples from the store (the adaptive probe resumes mid-round); a
@@ -39,6 +49,8 @@ cd "$(dirname "$0")/.."
 OUT="${1:-outputs/toy2_settled}"
 REPORT="${REPORT_DIR:-docs/toy2_settled}"
 PY="${PYTHON:-python}"
+ARCHIVE="${ARCHIVE_DIR:-archive/toy2_settled}"
+export BOUNDLAB_STORE="${BOUNDLAB_STORE:-$OUT/store.sqlite}"
 SWEEP="$OUT/sweep"
 LARGE="$OUT/large"
 ARMS=(grpo_s0 grpo_s1 grpo_s2 grpo_shuffled_reward grpo_strict_reward grpo_own_trainer)
@@ -62,16 +74,48 @@ run() {
   "$@"
 }
 
-large_probe() {  # large_probe NAME MODEL_OVERRIDES...: one probe to k = 4096 into $LARGE/NAME
-  local name=$1
-  shift
-  run "$LARGE/$name/problems.csv" "$PY" probe.py "$@" "${SLICE[@]}" "$NON_X" probe=toy2_large \
-    logger=none "hydra.run.dir=$LARGE/$name"
+large_probe() {  # large_probe NAME MODEL_NAME MODEL_OVERRIDES...: one probe to 4096 into $LARGE/NAME
+  local name=$1 model_name=$2
+  shift 2
+  run "$LARGE/$name/problems.csv" "$PY" probe.py "$@" "model.name=$model_name" "${SLICE[@]}" "$NON_X" \
+    probe=toy2_large logger=none "hydra.run.dir=$LARGE/$name"
+  # Packed when the probe wrote its results after the archive was last written.
+  if [[ "${DRY_RUN:-0}" != 1 && "$LARGE/$name/problems.csv" -nt "$ARCHIVE/$model_name.sqlite.xz" ]]; then
+    pack "$model_name"
+  fi
 }
 
+pack() {  # pack MODEL_NAME: the store's probes of that model into $ARCHIVE/MODEL_NAME.sqlite.xz
+  run "" "$PY" -m boundlab.probe.store pack "$BOUNDLAB_STORE" --models "$1" --out "$ARCHIVE/$1.sqlite.xz"
+}
+
+# The large probes' model names (the arms' as well: toy2_settled_<arm>).
+LARGE_MODELS=(toy2_base toy2_base_null)
+for arm in "${ARMS[@]}"; do LARGE_MODELS+=("toy2_settled_$arm"); done
+
+if [[ "${PACK_ONLY:-0}" == 1 ]]; then
+  for m in "${LARGE_MODELS[@]}"; do
+    if "$PY" -c "import sqlite3, sys; db = sqlite3.connect(f'file:{sys.argv[1]}?mode=ro', uri=True)
+sys.exit(0 if db.execute('SELECT 1 FROM probes WHERE model_name=?', (sys.argv[2],)).fetchone() else 1)" \
+      "$BOUNDLAB_STORE" "$m" 2>/dev/null; then
+      pack "$m"
+    fi
+  done
+  exit 0
+fi
+
+# 0. What earlier machines packed comes back into the store (a sample already there is checked, not
+# duplicated).
+shopt -s nullglob
+archives=("$ARCHIVE"/*.sqlite.xz)
+shopt -u nullglob
+if ((${#archives[@]})); then
+  run "" "$PY" -m boundlab.probe.store unpack "${archives[@]}" --store "$BOUNDLAB_STORE"
+fi
+
 # 1. The base and its null (a second draw), to 4096.
-large_probe base model=toy2 model.name=toy2_base probe.seed=0
-large_probe null model=toy2 model.name=toy2_base_null probe.seed=1
+large_probe base toy2_base model=toy2 probe.seed=0
+large_probe null toy2_base_null model=toy2 probe.seed=1
 
 # 2. The arms: finished ones skipped, interrupted ones resumed, the rest as one sweep.
 fresh=()
@@ -92,8 +136,7 @@ fi
 
 # 3. Every arm's final checkpoint, to 4096.
 for arm in "${ARMS[@]}"; do
-  large_probe "$arm" model=toy2 "model.path=$SWEEP/$arm/checkpoints/checkpoint-$FINAL" \
-    "model.name=toy2_settled_$arm"
+  large_probe "$arm" "toy2_settled_$arm" model=toy2 "model.path=$SWEEP/$arm/checkpoints/checkpoint-$FINAL"
 done
 
 # 4. The reports (rewritten every time: they only read the store).

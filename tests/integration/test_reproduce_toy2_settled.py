@@ -15,9 +15,10 @@ SCRIPT = ROOT / "scripts" / "reproduce_toy2_settled.sh"
 ARMS = ["grpo_s0", "grpo_s1", "grpo_s2", "grpo_shuffled_reward", "grpo_strict_reward", "grpo_own_trainer"]
 
 
-def _dry_run(out: Path) -> list[list[str]]:
+def _dry_run(out: Path, archive: Path | None = None, **env: str) -> list[list[str]]:
+    archive = archive or out.parent / "no-archives"  # not the repo's archive/ (it fills as runs finish)
     proc = subprocess.run(["bash", str(SCRIPT), str(out)], cwd=ROOT, capture_output=True, text=True,
-                          env=dict(os.environ, DRY_RUN="1"), timeout=60)
+                          env=dict(os.environ, DRY_RUN="1", ARCHIVE_DIR=str(archive), **env), timeout=60)
     assert proc.returncode == 0, proc.stderr
     return [shlex.split(line) for line in proc.stdout.splitlines() if line.strip()]
 
@@ -56,6 +57,32 @@ def _out(commands) -> Path:
     return Path(run_dir).parents[1]
 
 
+def test_archives_are_unpacked_first_into_the_experiments_store(tmp_path):
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    (archive / "toy2_base.sqlite.xz").write_bytes(b"")
+    commands = _dry_run(tmp_path / "out", archive, BOUNDLAB_STORE="")  # unset: the script's default
+    assert commands[0] == ["python", "-m", "boundlab.probe.store", "unpack", str(archive / "toy2_base.sqlite.xz"),
+                           "--store", str(tmp_path / "out" / "store.sqlite")]
+    assert [c[1] for c in commands[1:4]] == ["probe.py", "probe.py", "train.py"]
+
+
+def test_pack_only_packs_the_experiments_probes_the_store_holds(tmp_path):
+    from boundlab.probe.store import SampleRow, Store
+
+    store = Store(tmp_path / "store.sqlite")
+    for name in ("toy2_base", "unrelated"):
+        store.ensure_probe(f"{name}-key", f"fp-{name}", "task", {"seed": 0}, model_name=name, task_name="toy2")
+        store.add_samples(f"{name}-key", [SampleRow("p1", 0, "A:1", "1", True, True, "correct", 3, None)])
+    store.close()
+    archive = tmp_path / "archive"
+    proc = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PACK_ONLY="1", ARCHIVE_DIR=str(archive),
+                                                BOUNDLAB_STORE=str(tmp_path / "store.sqlite"), PYTHON=sys.executable))
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in archive.iterdir()) == ["toy2_base.sqlite.xz"]  # only the experiment's
+
+
 @pytest.mark.parametrize("i", [0, 1] + list(range(3, 11)))
 def test_every_probe_and_report_command_composes(commands, i):
     cfg = _cfg_job(commands[i])
@@ -87,18 +114,31 @@ def test_every_arm_of_the_sweep_composes(commands, arm):
 
 def test_a_finished_step_is_skipped(tmp_path):
     # Resumable: a probe whose problems.csv exists is not run again (a stand-in python that fails
-    # proves nothing else ran: every other step would call it).
+    # every probe proves no other probe ran before the null).
     out = tmp_path / "out"
     (out / "large" / "base").mkdir(parents=True)
     (out / "large" / "base" / "problems.csv").write_text("problem_id,n,c\n")
+    archive = _archives(tmp_path, ["toy2_base"])  # packed after the probe finished: not packed again
     fake = tmp_path / "python"
-    fake.write_text("#!/bin/sh\necho \"ran $*\"\nexit 3\n")
+    fake.write_text("#!/bin/sh\necho \"ran $*\"\n[ \"$1\" = probe.py ] && exit 3\nexit 0\n")
     fake.chmod(0o755)
     proc = subprocess.run(["bash", str(SCRIPT), str(out)], cwd=ROOT, capture_output=True, text=True,
-                          env=dict(os.environ, PYTHON=str(fake)), timeout=60)
+                          env=dict(os.environ, PYTHON=str(fake), ARCHIVE_DIR=str(archive)), timeout=60)
+    assert f"ran -m boundlab.probe.store unpack {archive}/toy2_base.sqlite.xz --store" in proc.stdout
     assert f"done already: {out}/large/base/problems.csv" in proc.stdout
+    assert "pack" not in proc.stdout.replace("unpack", "")
     # The next step (the null) is the one that ran, and its failure stopped the script.
-    assert proc.returncode == 3 and "ran probe.py model=toy2 model.name=toy2_base_null" in proc.stdout
+    assert proc.returncode == 3 and "ran probe.py model=toy2 probe.seed=1 model.name=toy2_base_null" in proc.stdout
+
+
+def _archives(tmp_path: Path, names: list[str]) -> Path:
+    """An archive dir holding `names`, each packed after every problems.csv the test wrote."""
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    for name in names:
+        (archive / f"{name}.sqlite.xz").write_bytes(b"")
+        os.utime(archive / f"{name}.sqlite.xz", (4e9, 4e9))
+    return archive
 
 
 def test_a_rerun_skips_finished_arms_and_resumes_interrupted_ones(tmp_path):
@@ -115,10 +155,12 @@ def test_a_rerun_skips_finished_arms_and_resumes_interrupted_ones(tmp_path):
     fake = tmp_path / "python"
     fake.write_text(f"#!/bin/sh\necho \"$*\" >> {calls}\n")
     fake.chmod(0o755)
+    archive = _archives(tmp_path, ["toy2_base", "toy2_base_null", "toy2_settled_grpo_s0"])
     proc = subprocess.run(["bash", str(SCRIPT), str(out)], cwd=ROOT, capture_output=True, text=True,
-                          env=dict(os.environ, PYTHON=str(fake)), timeout=60)
+                          env=dict(os.environ, PYTHON=str(fake), ARCHIVE_DIR=str(archive)), timeout=60)
     assert proc.returncode == 0, proc.stderr
     ran = calls.read_text().splitlines()
+    assert ran.pop(0).startswith(f"-m boundlab.probe.store unpack {archive}/toy2_base.sqlite.xz ")
     assert ran[0] == f"train.py resume={out}/sweep/grpo_s1"
     assert ran[1] == (f"train.py -m experiment=toy2_settled hydra.sweep.dir={out}/sweep "
                       f"+arm=grpo_s2,grpo_shuffled_reward,grpo_strict_reward,grpo_own_trainer")

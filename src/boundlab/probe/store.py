@@ -487,7 +487,7 @@ class Store:
             store_ro.tidy_side_files(self.path, self._side_before)
 
 
-if __name__ == "__main__":  # merge A B --out C (boundlab.probe.merge) | migrate PATH (store_ro)
+if __name__ == "__main__":  # merge (probe.merge) | migrate (store_ro) | pack, unpack (probe.archive)
     import sys
 
     from boundlab.probe.store_ro import cli

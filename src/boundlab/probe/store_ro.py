@@ -196,14 +196,20 @@ def migrate(path: str | Path) -> list[str]:
 
 
 def cli(argv: list[str]) -> int:
-    """python -m boundlab.probe.store merge STORE [STORE ...] --out MERGED | migrate STORE"""
+    """python -m boundlab.probe.store merge STORE [STORE ...] --out MERGED | migrate STORE |
+    pack STORE --models NAMES --out ARCHIVE | unpack ARCHIVE [ARCHIVE ...] --store STORE"""
     if argv[:1] == ["merge"]:
         from boundlab.probe.merge import main
 
         return main(argv[1:])
+    if argv[:1] in (["pack"], ["unpack"]):
+        from boundlab.probe.archive import main as archive_main
+
+        return archive_main(argv)
     if argv[:1] != ["migrate"] or len(argv) != 2:
         print("usage: python -m boundlab.probe.store merge STORE [STORE ...] --out MERGED | "
-              "migrate STORE", file=sys.stderr)
+              "migrate STORE | pack STORE --models NAMES --out ARCHIVE.sqlite.xz | "
+              "unpack ARCHIVE [ARCHIVE ...] --store STORE", file=sys.stderr)
         return 2
     try:
         added = migrate(argv[1])
