@@ -38,18 +38,33 @@ def commands(tmp_path_factory):
     return _dry_run(tmp_path_factory.mktemp("settled") / "out")
 
 
-def test_the_sequence_is_base_null_sweep_finals_reports(commands, tmp_path):
-    kinds = [(c[1], next((a.split("=", 1)[1] for a in c if a.startswith("hydra.run.dir=")), None))
-             for c in commands]
+# Where each kind of command is in the DRY_RUN sequence: base, null, the sweep, each arm packed,
+# each arm's final probe, the two reports.
+FINALS = range(9, 15)
+REPORTS = range(15, 17)
+
+
+def test_the_sequence_is_base_null_sweep_packs_finals_reports(commands, tmp_path):
+    kinds = [(c[1] if c[1] != "-m" else c[2], next((a.split("=", 1)[1] for a in c if a.startswith("hydra.run.dir=")),
+                                                   None)) for c in commands]
     out = str(_out(commands))
-    assert [k for k, _ in kinds] == ["probe.py", "probe.py", "train.py"] + ["probe.py"] * 6 + ["report.py"] * 2
+    assert [k for k, _ in kinds] == (["probe.py", "probe.py", "train.py"] + ["boundlab.probe.run_archive"] * 6
+                                     + ["probe.py"] * 6 + ["report.py"] * 2)
     assert [d for _, d in kinds[:2]] == [f"{out}/large/base", f"{out}/large/null"]
-    assert [d for _, d in kinds[3:9]] == [f"{out}/large/{arm}" for arm in ARMS]
+    assert [kinds[i][1] for i in FINALS] == [f"{out}/large/{arm}" for arm in ARMS]
     sweep = commands[2]
     assert "-m" in sweep and "experiment=toy2_settled" in sweep and f"+arm={','.join(ARMS)}" in sweep
     # Each final probe reads its own arm's last checkpoint.
-    for arm, cmd in zip(ARMS, commands[3:9]):
-        assert f"model.path={out}/sweep/{arm}/checkpoints/checkpoint-300" in cmd
+    for arm, i in zip(ARMS, FINALS):
+        assert f"model.path={out}/sweep/{arm}/checkpoints/checkpoint-300" in commands[i]
+
+
+def test_every_arm_is_packed_after_the_sweep_into_its_own_folder(tmp_path):
+    archive = tmp_path / "archive"
+    commands = _dry_run(tmp_path / "out", archive, BOUNDLAB_STORE="")
+    out = tmp_path / "out"
+    assert commands[3:9] == [["python", "-m", "boundlab.probe.run_archive", "pack", f"{out}/sweep/{arm}",
+                              "--out", f"{archive}/arms/{arm}", "--store", f"{out}/store.sqlite"] for arm in ARMS]
 
 
 def _out(commands) -> Path:
@@ -61,10 +76,17 @@ def test_archives_are_unpacked_first_into_the_experiments_store(tmp_path):
     archive = tmp_path / "archive"
     archive.mkdir()
     (archive / "toy2_base.sqlite.xz").write_bytes(b"")
+    for arm in ("grpo_s2", "grpo_s0", "not_an_arm"):  # packed arms (and a folder of no arm of this experiment)
+        (archive / "arms" / arm).mkdir(parents=True)
+        (archive / "arms" / arm / "manifest.json").write_text("{}")
     commands = _dry_run(tmp_path / "out", archive, BOUNDLAB_STORE="")  # unset: the script's default
+    store = str(tmp_path / "out" / "store.sqlite")
     assert commands[0] == ["python", "-m", "boundlab.probe.store", "unpack", str(archive / "toy2_base.sqlite.xz"),
-                           "--store", str(tmp_path / "out" / "store.sqlite")]
-    assert [c[1] for c in commands[1:4]] == ["probe.py", "probe.py", "train.py"]
+                           "--store", store]
+    # Then the packed arms come back as the sweep's run dirs, their probes into the same store.
+    assert commands[1] == ["python", "-m", "boundlab.probe.run_archive", "restore", f"{archive}/arms/grpo_s0",
+                           f"{archive}/arms/grpo_s2", "--sweep-dir", str(tmp_path / "out" / "sweep"), "--store", store]
+    assert [c[1] for c in commands[2:5]] == ["probe.py", "probe.py", "train.py"]
 
 
 def test_pack_only_packs_the_experiments_probes_the_store_holds(tmp_path):
@@ -83,7 +105,7 @@ def test_pack_only_packs_the_experiments_probes_the_store_holds(tmp_path):
     assert sorted(p.name for p in archive.iterdir()) == ["toy2_base.sqlite.xz"]  # only the experiment's
 
 
-@pytest.mark.parametrize("i", [0, 1] + list(range(3, 11)))
+@pytest.mark.parametrize("i", [0, 1, *FINALS, *REPORTS])
 def test_every_probe_and_report_command_composes(commands, i):
     cfg = _cfg_job(commands[i])
     if commands[i][1] == "probe.py":
@@ -122,13 +144,18 @@ def test_a_finished_step_is_skipped(tmp_path):
     fake = tmp_path / "python"
     fake.write_text("#!/bin/sh\necho \"ran $*\"\n[ \"$1\" = probe.py ] && exit 3\nexit 0\n")
     fake.chmod(0o755)
-    proc = subprocess.run(["bash", str(SCRIPT), str(out)], cwd=ROOT, capture_output=True, text=True,
-                          env=dict(os.environ, PYTHON=str(fake), ARCHIVE_DIR=str(archive)), timeout=60)
+    proc = _script(out, fake, archive)
     assert f"ran -m boundlab.probe.store unpack {archive}/toy2_base.sqlite.xz --store" in proc.stdout
     assert f"done already: {out}/large/base/problems.csv" in proc.stdout
     assert "pack" not in proc.stdout.replace("unpack", "")
     # The next step (the null) is the one that ran, and its failure stopped the script.
     assert proc.returncode == 3 and "ran probe.py model=toy2 probe.seed=1 model.name=toy2_base_null" in proc.stdout
+
+
+def _script(out: Path, fake: Path, archive: Path, **env: str) -> subprocess.CompletedProcess:
+    """The script with a stand-in interpreter, the store at its default (OUT/store.sqlite)."""
+    return subprocess.run(["bash", str(SCRIPT), str(out)], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHON=str(fake), ARCHIVE_DIR=str(archive), BOUNDLAB_STORE="", **env))
 
 
 def _archives(tmp_path: Path, names: list[str]) -> Path:
@@ -156,15 +183,90 @@ def test_a_rerun_skips_finished_arms_and_resumes_interrupted_ones(tmp_path):
     fake.write_text(f"#!/bin/sh\necho \"$*\" >> {calls}\n")
     fake.chmod(0o755)
     archive = _archives(tmp_path, ["toy2_base", "toy2_base_null", "toy2_settled_grpo_s0"])
-    proc = subprocess.run(["bash", str(SCRIPT), str(out)], cwd=ROOT, capture_output=True, text=True,
-                          env=dict(os.environ, PYTHON=str(fake), ARCHIVE_DIR=str(archive)), timeout=60)
+    proc = _script(out, fake, archive)
     assert proc.returncode == 0, proc.stderr
     ran = calls.read_text().splitlines()
     assert ran.pop(0).startswith(f"-m boundlab.probe.store unpack {archive}/toy2_base.sqlite.xz ")
     assert ran[0] == f"train.py resume={out}/sweep/grpo_s1"
     assert ran[1] == (f"train.py -m experiment=toy2_settled hydra.sweep.dir={out}/sweep "
                       f"+arm=grpo_s2,grpo_shuffled_reward,grpo_strict_reward,grpo_own_trainer")
+    # The one finished arm (the stand-in trained nothing) is packed, once.
+    assert ran[2] == (f"-m boundlab.probe.run_archive pack {out}/sweep/grpo_s0 --out {archive}/arms/grpo_s0 "
+                      f"--store {out}/store.sqlite")
     # Final probes for every arm but grpo_s0's (done), then the two reports.
-    finals = [c for c in ran[2:] if c.startswith("probe.py")]
+    finals = [c for c in ran[3:] if c.startswith("probe.py")]
     assert [c.split("hydra.run.dir=")[1] for c in finals] == [f"{out}/large/{a}" for a in ARMS[1:]]
-    assert [c.split()[0] for c in ran[2 + len(finals):]] == ["report.py", "report.py"]
+    assert [c.split()[0] for c in ran[3 + len(finals):]] == ["report.py", "report.py"]
+
+
+def _fake_python(tmp_path: Path, body: str = "") -> tuple[Path, Path]:
+    """A stand-in interpreter that records its arguments (one call a line), then runs `body`."""
+    calls = tmp_path / "calls.txt"
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\necho \"$*\" >> {calls}\n{body}\n")
+    fake.chmod(0o755)
+    return fake, calls
+
+
+def test_a_packed_arm_is_restored_not_trained_and_not_packed_again(tmp_path):
+    out = tmp_path / "out"
+    archive = _archives(tmp_path, [])
+    (archive / "arms" / "grpo_s0").mkdir(parents=True)
+    (archive / "arms" / "grpo_s0" / "manifest.json").write_text("{}")
+    # The stand-in restores as the real one does: the run dir, finished.
+    fake, calls = _fake_python(tmp_path, f'if [ "$3" = restore ]; then mkdir -p {out}/sweep/grpo_s0 && '
+                                         f'echo ok > {out}/sweep/grpo_s0/training_done; fi')
+    proc = _script(out, fake, archive)
+    assert proc.returncode == 0, proc.stderr
+    ran = calls.read_text().splitlines()
+    assert ran[0] == (f"-m boundlab.probe.run_archive restore {archive}/arms/grpo_s0 --sweep-dir {out}/sweep "
+                      f"--store {out}/store.sqlite")
+    assert f"done already: {out}/sweep/grpo_s0" in proc.stdout
+    sweep = next(c for c in ran if c.startswith("train.py"))
+    assert sweep.endswith(f"+arm={','.join(ARMS[1:])}")  # the restored arm is not trained again
+    assert not [c for c in ran if " pack " in c]  # nor packed again (and no other arm finished)
+    assert f"done already: {archive}/arms/grpo_s0/manifest.json" in proc.stdout
+    # Its final checkpoint is probed from the restored run dir.
+    assert any(c.startswith("probe.py") and f"model.path={out}/sweep/grpo_s0/checkpoints/checkpoint-300" in c
+               for c in ran)
+
+
+def test_a_refused_restore_stops_the_script(tmp_path):
+    out = tmp_path / "out"
+    archive = _archives(tmp_path, [])
+    (archive / "arms" / "grpo_s0").mkdir(parents=True)
+    (archive / "arms" / "grpo_s0" / "manifest.json").write_text("{}")
+    fake, calls = _fake_python(tmp_path, '[ "$3" = restore ] && exit 2; exit 0')
+    proc = _script(out, fake, archive)
+    assert proc.returncode == 2 and len(calls.read_text().splitlines()) == 1
+
+
+def test_arms_that_finished_are_packed_even_when_the_sweep_fails(tmp_path):
+    out = tmp_path / "out"
+    for name in ("base", "null"):
+        (out / "large" / name).mkdir(parents=True)
+        (out / "large" / name / "problems.csv").write_text("problem_id,n,c\n")
+    archive = _archives(tmp_path, ["toy2_base", "toy2_base_null"])
+    # The sweep finishes grpo_s1 and grpo_s2, then fails (exit 1).
+    fake, calls = _fake_python(tmp_path, f'if [ "$1" = train.py ]; then for a in grpo_s1 grpo_s2; do '
+                                         f'mkdir -p {out}/sweep/$a && echo ok > {out}/sweep/$a/training_done; '
+                                         f'done; exit 1; fi')
+    proc = _script(out, fake, archive)
+    assert proc.returncode == 1
+    ran = calls.read_text().splitlines()
+    assert [c.split()[3] for c in ran if " pack " in c] == [f"{out}/sweep/grpo_s1", f"{out}/sweep/grpo_s2"]
+    assert ran[-1].startswith("-m boundlab.probe.run_archive pack")  # nothing after the failure but packing
+
+
+def test_pack_only_packs_the_finished_arms(tmp_path):
+    out = tmp_path / "out"
+    (out / "sweep" / "grpo_s0").mkdir(parents=True)
+    (out / "sweep" / "grpo_s0" / "training_done").write_text("ok\n")
+    (out / "sweep" / "grpo_s1" / ".hydra").mkdir(parents=True)  # killed midway: not carried
+    archive = _archives(tmp_path, [])
+    fake, calls = _fake_python(tmp_path, '[ "$1" = -c ] && exit 1; exit 0')  # the store holds no large probe
+    proc = _script(out, fake, archive, PACK_ONLY="1")
+    assert proc.returncode == 0, proc.stderr
+    assert [c for c in calls.read_text().splitlines() if "run_archive" in c] == [
+        f"-m boundlab.probe.run_archive pack {out}/sweep/grpo_s0 --out {archive}/arms/grpo_s0 "
+        f"--store {out}/store.sqlite"]

@@ -1,0 +1,99 @@
+"""A finished training run carried to a fresh machine (boundlab.probe.run_archive, issue 40's arms):
+a real debug=smoke run is packed, its run dir and the whole store deleted (what a new session
+starts with), and the archive restored. report.py over the restored sweep writes the same numbers,
+byte for byte, and probe.py on the restored final checkpoint hits the probe key training recorded,
+with every sample read back from the store (the weights' fingerprint, hence the key, is the same)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    return tmp_path_factory.mktemp("run_archive")
+
+
+@pytest.fixture(scope="module")
+def env(work):
+    e = dict(os.environ, BOUNDLAB_STORE=str(work / "store.sqlite"), BOUNDLAB_CACHE=str(work / "cache"),
+             WANDB_MODE="offline", HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", WANDB_SILENT="true",
+             PYTHONPATH=str(ROOT / "src"))
+    e.pop("WANDB_SERVICE", None)  # see tests/conftest.py
+    return e
+
+
+def cli(args, cwd, env, timeout=600):
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def sweep(work, env):
+    """A sweep dir holding one finished smoke run (steps 2 and 4 saved and probed, n=4 on 8 problems)."""
+    run = work / "sweep" / "grpo_s0"
+    proc = cli([str(ROOT / "train.py"), "debug=smoke", "backend.torch_threads=1", f"hydra.run.dir={run}"],
+               work, env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (run / "training_done").is_file()
+    return work / "sweep"
+
+
+def report(sweep: Path, out: Path, env) -> dict[str, bytes]:
+    proc = cli([str(ROOT / "report.py"), f"base={sweep}", f"sweeps=[{sweep}]", f"out={out}",
+                "perplexity.enabled=false"], sweep.parent, env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    files = {f.name: f.read_bytes() for f in sorted(out.glob("*.csv"))}
+    # The report's text, less the time it was written.
+    files["report.md"] = re.sub(rb"Written [0-9: -]+\.", b"", (out / "report.md").read_bytes())
+    return files
+
+
+def test_a_packed_run_restored_on_a_fresh_machine_reports_and_probes_the_same(work, env, sweep):
+    run = sweep / "grpo_s0"
+    before = report(sweep, work / "report_before", env)
+    final_key = [json.loads(x) for x in (run / "probes.jsonl").read_text().splitlines()][-1]["probe_key"]
+
+    arms = work / "archive" / "arms"
+    proc = cli(["-m", "boundlab.probe.run_archive", "pack", str(run), "--out", str(arms / "grpo_s0"),
+                "--store", env["BOUNDLAB_STORE"]], work, env)
+    assert proc.returncode == 0, proc.stderr
+    packed = json.loads(proc.stdout)["bytes"]
+    print(f"archive sizes: {packed}")  # the report's numbers for a 4-step run of the toy2 model
+    man = json.loads((arms / "grpo_s0" / "manifest.json").read_text())
+    assert man["final_step"] == 4 and {p["key"] for p in man["probes"]} >= {final_key}
+    assert not [f for f in man["files"] if f.startswith("checkpoints/checkpoint-2/")
+                or f.endswith(("optimizer.pt", "scheduler.pt", "rng_state.pth", "training_args.bin"))]
+
+    # A fresh machine: no run dir, no store.
+    shutil.rmtree(run)
+    for f in Path(env["BOUNDLAB_STORE"]).parent.glob("store.sqlite*"):
+        f.unlink()
+    proc = cli(["-m", "boundlab.probe.run_archive", "restore", str(arms / "grpo_s0"), "--sweep-dir", str(sweep),
+                "--store", env["BOUNDLAB_STORE"]], work, env)
+    assert proc.returncode == 0, proc.stderr
+    assert (run / "training_done").is_file() and not (run / "checkpoints" / "checkpoint-2").exists()
+
+    after = report(sweep, work / "report_after", env)
+    assert sorted(after) == sorted(before) and len(after) > 10
+    assert {k for k in before if after[k] != before[k]} == set()
+
+    # The final checkpoint probed as the script's large probe would be (here at the run's own
+    # settings): the same key, and every sample comes from the restored store.
+    proc = cli([str(ROOT / "probe.py"), "model=toy2", f"model.path={run}/checkpoints/checkpoint-4", "task=toy2",
+                "probe.n=4", "probe.limit=8", "probe.max_new_tokens=80", "probe.bootstrap_iters=50", "logger=none",
+                "sampler.torch_threads=1", f"hydra.run.dir={work / 'final_probe'}"], work, env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"(probe {final_key})" in proc.stdout
+    assert "all samples came from the store (nothing new to sample)" in proc.stdout
