@@ -6,7 +6,8 @@
     alarms.jsonl                one line per checkpoint whose boundary shrank (boundary.alarm)
     boundary.csv, boundary.png  the boundary over training; passk_by_step.png
     entropy.png                 the sampling entropy over training (when the probes recorded it)
-    run_info.json               W&B run id, so a resumed run logs into the same run
+    run_info.json               W&B run id, so a resumed run logs into the same run; under SLURM
+                                the job that made the dir (rundir.slurm: its requeue resumes it)
     training_done               written when training finished: the watcher stops, resume refuses
     train.lock, probe.lock      flock locks naming the trainer / the prober (rundir.lock)
     .hydra/config.yaml          the run's composed config: resume and the watcher read it
