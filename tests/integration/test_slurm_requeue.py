@@ -40,7 +40,8 @@ def test_a_requeued_job_resumes_its_own_run_dir(tmp_path):
     argv = ["debug=smoke", "backend.torch_threads=1", f"hydra.run.dir={run}"]  # the batch script's line
     first = _train(argv, tmp_path, 4242, 0)
     assert first.returncode == 0, first.stderr[-3000:]
-    assert json.loads((run / "run_info.json").read_text())["slurm_job"]["job_id"] == "4242"
+    assert json.loads((run / "slurm_job.json").read_text())["job_id"] == "4242"
+    assert "slurm_job" not in json.loads((run / "run_info.json").read_text())
     # Preempted after checkpoint-2 was saved and probed.
     shutil.rmtree(run / "checkpoints" / "checkpoint-4")
     (run / "training_done").unlink()

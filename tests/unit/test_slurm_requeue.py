@@ -56,17 +56,28 @@ def made_by_4242(tmp_path, no_slurm):
     return run
 
 
-def test_a_fresh_run_records_its_job_and_keeps_the_other_keys(tmp_path, no_slurm):
+def test_a_fresh_run_records_its_job_in_its_own_file(tmp_path, no_slurm):
     run = tmp_path / "run"
     run.mkdir()
     slurm.record_job(run, "a: 1\n")
-    assert not (run / "run_info.json").exists()  # outside SLURM: nothing recorded
-    (run / "run_info.json").write_text('{"wandb_run_id": "abc"}')
+    assert list(run.iterdir()) == []  # outside SLURM: nothing recorded
     _as_job(no_slurm, 77, 0, cluster="big")
     slurm.record_job(run, "a: 1\n")
-    info = json.loads((run / "run_info.json").read_text())
-    assert info["wandb_run_id"] == "abc"
-    assert info["slurm_job"] == {"job_id": "77", "cluster": "big", "config": slurm.config_digest("a: 1\n")}
+    # Not run_info.json: a watcher reads its appearance as "training opened its W&B run".
+    assert sorted(p.name for p in run.iterdir()) == ["slurm_job.json"]
+    assert json.loads((run / "slurm_job.json").read_text()) == {
+        "job_id": "77", "cluster": "big", "config": slurm.config_digest("a: 1\n")}
+
+
+def test_the_record_claims_the_dir_for_that_job(tmp_path, no_slurm):
+    from boundlab.rundir.owner import check_fresh_run_dir
+
+    run = make_run(tmp_path / "run", ARGV)
+    _as_job(no_slurm, 77, 0)
+    slurm.record_job(run, "a: 1\n")  # preempted right after, before any training file
+    _as_job(no_slurm, 78, 0)  # another job, pointed at it by an experiment file
+    with pytest.raises(ForeignRunDir, match=r"already holds a training run \(slurm_job.json\)"):
+        check_fresh_run_dir(run)
 
 
 def test_the_batch_scripts_command_line_becomes_the_runs_resume(made_by_4242, no_slurm, capsys):
@@ -97,7 +108,7 @@ def test_no_record_no_slurm_or_an_explicit_resume_is_left_alone(tmp_path, made_b
     assert requeue_argv(argv) == argv
     assert requeue_argv([f"resume={made_by_4242}"]) == [f"resume={made_by_4242}"]
     assert requeue_argv(["-m", *ARGV, f"hydra.run.dir={made_by_4242}"])[0] == "-m"
-    (made_by_4242 / "run_info.json").write_text("{torn")  # an unreadable record proves nothing
+    (made_by_4242 / "slurm_job.json").write_text("{torn")  # an unreadable record proves nothing
     assert not slurm.is_requeue_of(made_by_4242)
     no_slurm.delenv("SLURM_JOB_ID")
     assert requeue_argv([*ARGV, f"hydra.run.dir={made_by_4242}"])[0] == ARGV[0]

@@ -3,9 +3,11 @@ again with the same job id: it must continue its own run dir, not start over or 
 stranger.
 
 - A fresh training run started under SLURM records its job (`SLURM_JOB_ID`, and
-  `SLURM_CLUSTER_NAME` where set) and a digest of its composed config in `run_info.json` first
-  thing, under the run dir's lock and before any model work, so a job preempted at any later point
-  is known as the dir's owner. (A job preempted before that line, while Hydra was still composing,
+  `SLURM_CLUSTER_NAME` where set) and a digest of its composed config in `slurm_job.json` first
+  thing, under the run dir's lock and before any model work, so a job preempted at any later
+  point is known as the dir's owner. (Not in `run_info.json`: its appearance tells a watcher that
+  training has opened its W&B run.) The file also marks the dir as a training run's
+  (`rundir.owner`): another job pointed at it is refused. (A job preempted before that line, while Hydra was still composing,
   left no record: its requeue is refused like any fresh run in a used dir.)
 - A process whose `SLURM_RESTART_COUNT` is 1 or more and whose job is the one recorded is that job
   restarting: the entry layer turns it into the run's own resume (boundlab.resume). Anything else
@@ -23,9 +25,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from boundlab.rundir import RUN_INFO
-
-SLURM_KEY = "slurm_job"  # in run_info.json: the job that made the run dir
+from boundlab.rundir import SLURM_JOB
 
 
 def current_job() -> dict[str, str] | None:
@@ -49,10 +49,9 @@ def recorded_job(run_dir: str | Path) -> dict[str, Any] | None:
     from boundlab.rundir.io import RunDirError, read_json
 
     try:
-        info = read_json(Path(run_dir) / RUN_INFO, {}, "the SLURM job that made this run dir")
+        job = read_json(Path(run_dir) / SLURM_JOB, None, "the SLURM job that made this run dir")
     except RunDirError:  # an unreadable record proves nothing; the usual checks decide (and say)
         return None
-    job = info.get(SLURM_KEY) if isinstance(info, dict) else None
     return job if isinstance(job, dict) else None
 
 
@@ -77,17 +76,14 @@ def same_config(run_dir: str | Path, config_text: str) -> bool:
 
 
 def record_job(run_dir: str | Path, config_text: str) -> None:
-    """A fresh run under SLURM: record its job and its config's digest in run_info.json
-    (atomically; other keys kept)."""
+    """A fresh run under SLURM: record its job and its config's digest in slurm_job.json
+    (atomically)."""
     job = current_job()
     if job is None:
         return
-    from boundlab.rundir.io import atomic_write_json, read_json
+    from boundlab.rundir.io import atomic_write_json
 
-    path = Path(run_dir) / RUN_INFO
-    info = read_json(path, {}, "the W&B run id this run logs into")
-    info[SLURM_KEY] = {**job, "config": config_digest(config_text)}
-    atomic_write_json(path, info)
+    atomic_write_json(Path(run_dir) / SLURM_JOB, {**job, "config": config_digest(config_text)})
 
 
 def describe() -> str:
