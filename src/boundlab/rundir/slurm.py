@@ -8,8 +8,9 @@ stranger.
   point is known as the dir's owner. (Not in `run_info.json`: its appearance tells a watcher that
   training has opened its W&B run.) The file also marks the dir as a training run's
   (`rundir.owner`): another job pointed at it is refused. A job preempted before that line (while
-  Hydra was still composing) left no record: its requeue is refused like any fresh run in a used
-  dir, and `python train.py resume=RUN_DIR` continues it.
+  Hydra was still composing) left no record and no training state: its requeue is a fresh run in
+  that dir, refused when the dir is named on the command line (Hydra's saved config marks it), where
+  `python train.py resume=RUN_DIR` continues it.
 - A process whose `SLURM_RESTART_COUNT` is 1 or more and whose job is the one recorded is that job
   restarting: the entry layer turns it into the run's own resume (boundlab.resume). Anything else
   (another job, the same job's first start running twice, a dir from before the record) is left
