@@ -1,7 +1,8 @@
 """Train with RL or distillation and probe every checkpoint: `python train.py algo=grpo`.
 
 `python train.py resume=RUN_DIR` does not go through Hydra (which would create a run dir first):
-boundlab.resume runs it with the run's own saved config.
+boundlab.resume runs it with the run's own saved config. So does a SLURM requeue of the job that
+made the run dir named by `hydra.run.dir=` (boundlab.rundir.slurm).
 """
 
 import sys
@@ -37,6 +38,7 @@ def main(cfg):
 if __name__ == "__main__":
     from boundlab import resume
 
-    if resume.requested(sys.argv[1:]):
-        sys.exit(resume.main(sys.argv[1:]))
+    argv = resume.requeue_argv(sys.argv[1:])  # a SLURM requeue continues the run dir it made
+    if resume.requested(argv):
+        sys.exit(resume.main(argv))
     main()

@@ -32,7 +32,9 @@ def probe_run(cfg: ProbeMain, run_dir: str | Path) -> Any:
 
 
 def train_run(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any]:
-    """`train.py`: train and track the boundary (boundlab.training.app)."""
+    """`train.py`: train and track the boundary (boundlab.training.app); a SLURM requeue of the job
+    that made `run_dir` continues it (boundlab.resume.requeued_job)."""
+    from boundlab.resume import requeued_job
     from boundlab.training.app import run
 
-    return run(cfg, run_dir)
+    return run(requeued_job(cfg, run_dir), run_dir)

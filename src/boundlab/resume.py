@@ -14,6 +14,12 @@ Where this departs from a plain Hydra run, and why:
   command line with `resume=` added). Allowed changes apply to this process only: the original
   `.hydra/config.yaml`, `hydra.yaml` and `overrides.yaml` are never written; each resume appends
   one line (time, argv, host, pid, what it changed) to RUN_DIR/.hydra/resumes.jsonl instead.
+- A SLURM requeue resumes itself (boundlab.rundir.slurm): the same job restarted by SLURM in the run
+  dir it made. `requeue_argv` turns a batch script's own command line (`hydra.run.dir=RUN_DIR ...`)
+  into `resume=RUN_DIR ...` (Hydra's settings dropped: the run's saved hydra.yaml has them), so the
+  script needs no requeue branch; `requeued_job` does the same inside a Hydra job (submitit's requeue
+  runs the job again through Hydra) when the config composes to the digest the job recorded. Each is
+  one line in `resumes.jsonl` like any resume, with the SLURM job and restart count.
 - The `${hydra:...}` interpolations of the saved config resolve against the saved
   `.hydra/hydra.yaml`, with the run dir as it is now (a moved run dir stays usable), and for a
   sweep job with the sweep dir the job really ran in (hydra.yaml keeps `${now:...}` unresolved, so
@@ -48,6 +54,11 @@ ALLOWED: dict[str, tuple[str, ...] | None] = {
     "sampler.torch_threads": None,
     "verify.workers": None,
     "logger.mode": ("online", "offline"),  # where W&B writes; "disabled" would lose the run's id
+    # Where the vLLM rollout server runs (the same server serves the same model): a requeued
+    # multi-node job may get another service node.
+    "rollout.host": None,
+    "rollout.port": None,
+    "rollout.base_url": None,
 }
 
 
@@ -199,10 +210,67 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def record(run_dir: Path, argv: Sequence[str], changes: dict[str, Any]) -> None:
+    from boundlab.rundir import slurm
+
     line = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "argv": list(argv),
             "host": socket.gethostname(), "pid": os.getpid(), "changed": changes}
+    job = slurm.current_job()
+    if job is not None:
+        line["slurm"] = {**job, "restart": slurm.restart_count()}
     with (run_dir / HYDRA_DIR / RESUMES_FILE).open("a") as f:
         f.write(strict_dumps(line) + "\n")
+
+
+def _is_hydra_setting(arg: str) -> bool:
+    key = arg.lstrip("+~").split("=", 1)[0]
+    return key == "hydra" or key.startswith(("hydra.", "hydra/"))
+
+
+def requeue_argv(argv: Sequence[str]) -> list[str]:
+    """`argv`, or, when this process is a SLURM requeue of the job that made the run dir argv names
+    (`hydra.run.dir=`), that run's resume: `resume=RUN_DIR` and the rest of the original command
+    line (restated values are accepted; Hydra's settings are dropped, its saved hydra.yaml has them)."""
+    from boundlab.rundir import slurm
+    from boundlab.rundir.lock import main_rank
+    from boundlab.rundir.owner import output_dir_from_argv
+
+    if requested(argv) or "-m" in argv or "--multirun" in argv:
+        return list(argv)
+    named = output_dir_from_argv(argv, "train")
+    if named is None or not slurm.is_requeue_of(named[1]):
+        return list(argv)
+    run_dir = named[1]
+    if main_rank():
+        print(f"[boundlab] {slurm.describe()} restarted in the run dir it made: resuming it "
+              f"(train.py resume={run_dir})", flush=True)
+    rest = [a for a in argv if not _is_hydra_setting(a) and not a.lstrip("+").startswith("resume=")]
+    return [f"resume={run_dir}", *rest]
+
+
+def requeued_job(cfg: Any, run_dir: str | Path) -> Any:
+    """Inside a Hydra job: `cfg`, or for a SLURM requeue of the job that made `run_dir` (submitit
+    requeues a job by running it through Hydra again) the same config as that run's resume. A config
+    that no longer composes to what the job started with is refused in one line."""
+    from omegaconf import OmegaConf
+
+    from boundlab.rundir import lock, slurm
+    from boundlab.rundir.owner import ForeignRunDir
+
+    if cfg.resume is not None or not slurm.is_requeue_of(run_dir):
+        return cfg
+    run_dir = Path(run_dir).resolve()
+    if not slurm.same_config(run_dir, OmegaConf.to_yaml(cfg, resolve=False)):
+        raise ForeignRunDir(f"{slurm.describe()} restarted in the run dir it made ({run_dir}), but its "
+                          f"config no longer composes to the one it started with (a config file "
+                          f"changed?): resume it explicitly with python train.py resume={run_dir}")
+    if lock.main_rank():
+        print(f"[boundlab] {slurm.describe()} restarted in the run dir it made: resuming it "
+              f"(train.py resume={run_dir})", flush=True)
+    cfg.resume = str(run_dir)
+    with lock.training_locks(run_dir, cfg):  # recorded by the holder only, as resume.main does
+        if lock.main_rank():
+            record(run_dir, [Path(sys.argv[0]).name if sys.argv else "train.py", *sys.argv[1:]], {})
+    return cfg
 
 
 def prepare(argv: Sequence[str]) -> tuple[Any, Path, dict[str, Any]]:

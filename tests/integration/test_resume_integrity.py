@@ -186,7 +186,8 @@ def test_an_override_that_changes_the_run_is_refused(trained, work, env):
     assert proc.stderr == (
         f"error: resume={run}: cannot change train.max_steps on resume (the run has 4, given 8); a resumed "
         f"run keeps its own config ({run}/.hydra/config.yaml); only these may change: backend.torch_threads, "
-        f"sampler.torch_threads, verify.workers, logger.mode (online|offline)\n")
+        f"sampler.torch_threads, verify.workers, logger.mode (online|offline), rollout.host, rollout.port, "
+        f"rollout.base_url\n")
     assert hydra_bytes(run) == hydra_before
     assert not (run / ".hydra" / "resumes.jsonl").exists()
     assert ckpts(run) == [2, 4]

@@ -114,7 +114,7 @@ def test_a_missing_seccomp_layer_is_refused_in_one_line(monkeypatch):
         SandboxPool(bwrap="/nonexistent/bwrap", allow_weak_isolation=True, workers=1)
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith("refusing to run model-written code: the seccomp layer")
-    assert "libseccomp is not installed" in msg and "verify.code.allow_weaker=true" in msg
+    assert "libseccomp is not installed" in msg and "sandbox.allow_weaker=true" in msg
     from boundlab.verify import build_verifier
 
     with pytest.raises(SandboxUnavailable, match="the seccomp layer cannot be set up"):
@@ -139,7 +139,7 @@ def test_the_opt_out_runs_without_the_layer_and_says_so(monkeypatch, caplog):
         warnings.simplefilter("always")
         pool = SandboxPool(bwrap="/nonexistent/bwrap", allow_weak_isolation=True, allow_weaker=True, workers=1)
     said = [str(x.message) for x in w if "WITHOUT SECCOMP" in str(x.message)]
-    assert len(said) == 1 and "allow_weaker=true" in said[0] and "libseccomp is not installed" in said[0]
+    assert len(said) == 1 and "(sandbox.allow_weaker=true)" in said[0] and "libseccomp is not installed" in said[0]
     assert any("WITHOUT SECCOMP" in r.getMessage() for r in caplog.records)  # in the run's log too
     with pool:
         assert pool.layers["seccomp"] is False and pool.plan.judge_cfg["seccomp_bpf"] is None
@@ -184,3 +184,64 @@ def test_the_refusal_reaches_the_user_as_one_line_and_exit_2(monkeypatch, capsys
     err = capsys.readouterr().err
     assert e.value.code == 2 and len(err.strip().splitlines()) == 1
     assert err.startswith("error: refusing to run model-written code: the seccomp layer cannot be set up")
+
+
+class _LibseccompWithoutThisArch:
+    """The real libseccomp, but built without this machine's architecture (an old libseccomp on a
+    newer CPU): it answers 0 for the native architecture, as libseccomp does for one it lacks."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def seccomp_arch_native(self):
+        return 0
+
+
+@pytest.fixture
+def foreign_machine(monkeypatch):
+    """This process on a non-x86_64 machine whose libseccomp does not know its architecture."""
+    real = seccomp._lib()
+    monkeypatch.setattr(seccomp, "_lib", lambda: _LibseccompWithoutThisArch(real))
+    monkeypatch.setattr(seccomp.platform, "machine", lambda: "loongarch64")
+    seccomp.deny_list_bpf.cache_clear()
+    yield
+    seccomp.deny_list_bpf.cache_clear()
+
+
+@pytest.mark.filterwarnings("ignore:.*WEAK ISOLATION")
+def test_an_architecture_libseccomp_lacks_is_refused_naming_the_layer(foreign_machine):
+    with pytest.raises(seccomp.SeccompUnavailable, match=r"^libseccomp does not know this machine's "
+                                                         r"architecture \(loongarch64\)$"):
+        seccomp.deny_list_bpf()
+    with pytest.raises(SandboxUnavailable) as e:
+        SandboxPool(bwrap="/nonexistent/bwrap", allow_weak_isolation=True, workers=1)
+    assert str(e.value) == (
+        "refusing to run model-written code: the seccomp layer cannot be set up: libseccomp does not know "
+        "this machine's architecture (loongarch64). Fix it, or set sandbox.allow_weaker=true to run without "
+        "seccomp (logged in the run)")
+
+
+@pytest.mark.filterwarnings("ignore:.*WEAK ISOLATION")
+def test_an_architecture_libseccomp_lacks_runs_only_when_opted_out(foreign_machine):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        pool = SandboxPool(bwrap="/nonexistent/bwrap", allow_weak_isolation=True, allow_weaker=True, workers=1)
+    said = [str(x.message) for x in w if "WITHOUT SECCOMP" in str(x.message)]
+    assert len(said) == 1 and "loongarch64" in said[0]
+    with pool:
+        assert pool.layers["seccomp"] is False and pool.plan.judge_cfg["seccomp_bpf"] is None
+
+
+# (little-endian only: libseccomp cannot hold a big-endian architecture such as s390x beside this
+# machine's native one in one context, so a big-endian filter can only be built on such a machine)
+@pytest.mark.parametrize("machine", ["aarch64", "arm64", "riscv64", "ppc64le"])
+def test_a_non_x86_64_machine_libseccomp_knows_gets_its_own_filter(machine):
+    # The filter is built for the named architecture, never x86_64's numbers (the old hand-assembled
+    # filter's failure): its architecture check names that architecture's token.
+    prog = seccomp.deny_list_bpf(machine)
+    assert prog and seccomp.arch_token(machine) != seccomp.AUDIT_ARCH_X86_64
+    assert struct.pack("=I", seccomp.arch_token(machine)) in prog
+    assert struct.pack("=I", seccomp.AUDIT_ARCH_X86_64) not in prog

@@ -40,7 +40,7 @@ def test_each_verifier_gets_only_its_block():
     assert verifier_options("math", cfg) == {"workers": 3, "deadline_s": 2.0, "max_answer_chars": 512,
                                              "extraction": "lenient"}
     assert verifier_options("code", cfg) == {"workers": 3, "timeout_s": 3.0, "memory_mb": 1024,
-                                             "allow_weak_isolation": False, "allow_weaker": False}
+                                             "allow_weak_isolation": False}
     # No block and no `workers` parameter: nothing at all.
     assert verifier_options("exact", cfg) == {}
     assert verifier_options("toy", cfg) == {}

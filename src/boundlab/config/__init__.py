@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 from boundlab.config.probing import (MOVED_KEYS, CodeVerifyConfig, HFSamplerConfig, LoggerConfig,
                                      MatchEntropyConfig, MathVerifyConfig, ModelConfig, PowerSamplerConfig,
                                      ProbeMain,
-                                     ProbeSettings, ProbingMain, SamplerConfig, StoreConfig,
+                                     ProbeSettings, ProbingMain, SamplerConfig, SandboxSettings, StoreConfig,
                                      TaskConfig, VLLMSamplerConfig, VerifyConfig,
                                      lift_flat_option_keys)  # noqa: F401 - re-exported
 from boundlab.config.training import (AlgoConfig, BackendConfig, CriticConfig, DataConfig, DistillConfig,

@@ -259,8 +259,15 @@ class CodeVerifyConfig:
     memory_mb: int = 1024
     # Run without bubblewrap isolation (loudly warned; never chosen silently).
     allow_weak_isolation: bool = False
-    # Run when another confinement layer (seccomp; cgroups as root) cannot be set up (logged;
-    # without it such a run is refused in one line). See boundlab.sandbox.layers.
+
+
+@dataclass
+class SandboxSettings:
+    """`sandbox`: how model-written code is confined (boundlab.sandbox), for every verifier that
+    runs it. Nothing here can change a verdict, so none of it is in the probe key."""
+    # Run when a confinement layer besides bubblewrap (seccomp; cgroups as root) cannot be set up
+    # here: the run's log names each layer it runs without. Off: refused in one line naming the
+    # layer. See boundlab.sandbox.layers.
     allow_weaker: bool = False
 
 
@@ -286,28 +293,41 @@ MOVED_KEYS: dict[str, str] = {
     **{f"verify.{k}": f"verify.math.{k}" for k in ("deadline_s", "max_answer_chars", "extraction")},
     **{f"verify.{k}": f"verify.code.{k}" for k in ("timeout_s", "memory_mb", "allow_weak_isolation")},
     **{f"sampler.{k}": f"sampler.vllm.{k}" for k in ("gpu_memory_utilization", "tensor_parallel_size")},
+    # The confinement opt-out is the sandbox's, not one verifier's (issue 35's `sandbox.allow_weaker`).
+    "verify.code.allow_weaker": "sandbox.allow_weaker",
 }
 
 
 def lift_flat_option_keys(saved: Any) -> Any:
-    """A saved config (a DictConfig) with the flat `verify.*`/`sampler.*` keys of MOVED_KEYS moved
-    into their blocks, so a run dir saved before the blocks existed resumes (and is watched) with
-    the same settings. A config already in blocks comes back unchanged."""
+    """A saved config (a DictConfig) with the old keys of MOVED_KEYS moved where they live now (the
+    flat `verify.*`/`sampler.*` keys into their blocks, `verify.code.allow_weaker` to
+    `sandbox.allow_weaker`), so a run dir saved before the move resumes (and is watched) with the
+    same settings. A config already in the new shape comes back unchanged."""
     from omegaconf import OmegaConf
 
-    def has(dotted: str) -> bool:
-        group, key = dotted.split(".")
-        node = saved.get(group) if hasattr(saved, "get") else None
-        return node is not None and hasattr(node, "keys") and key in node
+    def parent(tree: Any, dotted: str) -> Any:
+        *path, _ = dotted.split(".")
+        node = tree
+        for part in path:
+            node = node.get(part) if hasattr(node, "get") else None
+            if node is None or not hasattr(node, "keys"):
+                return None
+        return node
 
-    if not any(has(old) for old in MOVED_KEYS):
+    def has(tree: Any, dotted: str) -> bool:
+        node = parent(tree, dotted)
+        return node is not None and dotted.rsplit(".", 1)[-1] in node
+
+    if not any(has(saved, old) for old in MOVED_KEYS):
         return saved
     data = OmegaConf.to_container(saved, resolve=False)
     for old, new in MOVED_KEYS.items():
-        if has(old):
-            group, key = old.split(".")
-            _, block, name = new.split(".")
-            data[group].setdefault(block, {})[name] = data[group].pop(key)
+        if has(data, old):
+            value = parent(data, old).pop(old.rsplit(".", 1)[-1])
+            node = data
+            for part in new.split(".")[:-1]:
+                node = node.setdefault(part, {})
+            node[new.rsplit(".", 1)[-1]] = value
     return OmegaConf.create(data)
 
 
@@ -328,6 +348,8 @@ class ProbingMain:
     store: StoreConfig = field(default_factory=StoreConfig)
     # Verifier settings (math deadlines and extraction, code limits).
     verify: VerifyConfig = field(default_factory=VerifyConfig)
+    # How model-written code is confined (the opt-out when a layer cannot be set up).
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
 
 
 @dataclass

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from boundlab.config import LoggerConfig, ModelConfig, ProbingMain, SamplerConfig, VerifyConfig
+from boundlab.config import LoggerConfig, ModelConfig, ProbingMain, SamplerConfig, SandboxSettings, VerifyConfig
 from boundlab.probe import spec as _spec
 from boundlab.probe.store import Store
 from boundlab.tasks import Task
@@ -27,14 +27,18 @@ MakeSampler = Callable[[str], tuple[Any, Any]]
 
 
 def open_verifier(name: str, verify_cfg: VerifyConfig | Mapping[str, Any] | None = None, store_path: str | Path | None = None,
-                  **options: Any) -> Any:
+                  sandbox_cfg: SandboxSettings | Mapping[str, Any] | None = None, **options: Any) -> Any:
     """Verifier `name`, built with its options from the `verify` config (`verifier_options`) or, with
-    no config, the keyword `options`. With a store, the code verifier keeps EvalPlus's canonical
-    outputs in `<store dir>/evalplus_expected` (verdict-neutral: keyed by content)."""
-    from boundlab.verify import build_verifier, verifier_options
+    no config, the keyword `options`; a verifier that runs model-written code also gets the `sandbox`
+    config's opt-out (`sandbox.allow_weaker`). With a store, the code verifier keeps EvalPlus's
+    canonical outputs in `<store dir>/evalplus_expected` (verdict-neutral: keyed by content)."""
+    from boundlab.verify import VERIFIERS, build_verifier, verifier_options
 
     if verify_cfg is not None:
         options = {**verifier_options(name, verify_cfg), **options}
+    if sandbox_cfg is not None and getattr(VERIFIERS.get(name), "runs_code", False):
+        allow = sandbox_cfg.get("allow_weaker") if isinstance(sandbox_cfg, Mapping) else sandbox_cfg.allow_weaker
+        options = {"allow_weaker": bool(allow), **options}
     verifier = build_verifier(name, **options)
     if store_path is not None and hasattr(verifier, "use_cache_dir"):
         verifier.use_cache_dir(Path(store_path).parent / "evalplus_expected")
@@ -88,7 +92,9 @@ class ProbeContext:
         task = task if task is not None else _spec.load_task(cfg)
         store = Store(cfg.store.path)
         try:
-            verifier = open_verifier(task.verifier, cfg.verify, store.path)
+            # A run dir saved before the `sandbox` block has its opt-out lifted there
+            # (lift_flat_option_keys), or none: the default, refused.
+            verifier = open_verifier(task.verifier, cfg.verify, store.path, getattr(cfg, "sandbox", None))
         except BaseException:
             store.close()
             raise

@@ -6,7 +6,10 @@
     alarms.jsonl                one line per checkpoint whose boundary shrank (boundary.alarm)
     boundary.csv, boundary.png  the boundary over training; passk_by_step.png
     entropy.png                 the sampling entropy over training (when the probes recorded it)
-    run_info.json               W&B run id, so a resumed run logs into the same run
+    run_info.json               W&B run id, so a resumed run logs into the same run (written once
+                                training has opened its W&B run: a watcher waits for it)
+    slurm_job.json              under SLURM, the job that made the dir and its config's digest,
+                                written before any model work (rundir.slurm: its requeue resumes it)
     training_done               written when training finished: the watcher stops, resume refuses
     train.lock, probe.lock      flock locks naming the trainer / the prober (rundir.lock)
     .hydra/config.yaml          the run's composed config: resume and the watcher read it
@@ -37,6 +40,7 @@ BOUNDARY_PNG = "boundary.png"
 PASSK_BY_STEP_PNG = "passk_by_step.png"
 ENTROPY_PNG = "entropy.png"
 RUN_INFO = "run_info.json"
+SLURM_JOB = "slurm_job.json"
 DONE_MARKER = "training_done"
 TRAIN_LOCK = "train.lock"
 PROBE_LOCK = "probe.lock"

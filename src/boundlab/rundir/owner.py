@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from boundlab.errors import UserError
-from boundlab.rundir import CHECKPOINTS_DIR, DONE_MARKER, HYDRA_CONFIG, PROBES_FILE, RUN_INFO
+from boundlab.rundir import CHECKPOINTS_DIR, DONE_MARKER, HYDRA_CONFIG, PROBES_FILE, RUN_INFO, SLURM_JOB
 
 
 class ForeignRunDir(UserError):
@@ -33,7 +33,8 @@ class ForeignRunDir(UserError):
 
 
 # What a training run leaves in its dir, in the order the message names them.
-_TRAINING_MARKS = (RUN_INFO, PROBES_FILE, CHECKPOINTS_DIR, DONE_MARKER)
+# (slurm_job.json: a run started under SLURM claims its dir before any model work; rundir.slurm)
+_TRAINING_MARKS = (RUN_INFO, PROBES_FILE, CHECKPOINTS_DIR, DONE_MARKER, SLURM_JOB)
 
 
 def kind_of(folder: str | Path) -> str | None:

@@ -14,7 +14,7 @@ The rlimits and the dropped capabilities are set in each program before its code
 there is a sandbox error for that program (retried), never a run without them.
 
 `missing_layers` names every layer that cannot be set up, with why. The pool refuses to start with
-one line naming them unless the user opted out with `allow_weaker` (`verify.code.allow_weaker=true`),
+one line naming them unless the user opted out with `allow_weaker` (`sandbox.allow_weaker=true`),
 and then says so in the run's log, once, naming each layer it runs without.
 """
 
@@ -79,5 +79,5 @@ def missing_layers(cfg: SandboxConfig, strict: bool) -> dict[str, str]:
 def refusal(missing: dict[str, str]) -> str:
     """The one line the pool refuses with."""
     parts = "; ".join(f"the {layer} layer cannot be set up: {why}" for layer, why in missing.items())
-    return (f"refusing to run model-written code: {parts}. Fix it, or set verify.code.allow_weaker=true "
+    return (f"refusing to run model-written code: {parts}. Fix it, or set sandbox.allow_weaker=true "
             f"to run without {' and '.join(missing)} (logged in the run)")

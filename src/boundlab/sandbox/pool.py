@@ -79,7 +79,7 @@ class SandboxPool:
         self.without = frozenset(missing)
         if missing:
             msg = ("!!! SANDBOX RUNNING WITHOUT " + " AND ".join(m.upper() for m in missing)
-                   + " (verify.code.allow_weaker=true): "
+                   + " (sandbox.allow_weaker=true): "
                    + "; ".join(f"{k}: {v}" for k, v in missing.items()) + " !!!")
             warnings.warn(msg, RuntimeWarning, stacklevel=2)
             log.warning(msg)

@@ -21,6 +21,7 @@ import ctypes
 import ctypes.util
 import errno
 import os
+import platform
 import tempfile
 from functools import lru_cache
 
@@ -117,7 +118,13 @@ def arch_token(machine: str | None = None) -> int:
     x86_64, aarch64, riscv64, ...), or this machine's when None."""
     lib = _lib()
     if machine is None:
-        return lib.seccomp_arch_native()
+        # A libseccomp built without this machine's architecture answers 0: refused, never a
+        # filter for some other architecture (which would kill every worker) or none at all.
+        tok = lib.seccomp_arch_native()
+        if not tok:
+            raise SeccompUnavailable(f"libseccomp does not know this machine's architecture "
+                                     f"({platform.machine() or 'unknown'})")
+        return tok
     tok = lib.seccomp_arch_resolve_name(_UNAME_TO_SCMP.get(machine, machine).encode())
     if not tok:
         raise SeccompUnavailable(f"libseccomp does not know the architecture {machine!r}")

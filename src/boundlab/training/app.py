@@ -31,6 +31,13 @@ def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
 
         check_fresh_run_dir(run_dir)  # another run's dir, named where argv does not show it
     with lock.training_locks(run_dir, cfg):  # one trainer per run dir; see rundir/lock.py
+        if cfg.resume is None and lock.main_rank():
+            from omegaconf import OmegaConf
+
+            from boundlab.rundir.slurm import record_job
+
+            # Under SLURM, before any model work: a requeue of this job resumes this dir.
+            record_job(run_dir, OmegaConf.to_yaml(cfg, resolve=False))
         if cfg.resume is not None and (Path(run_dir) / DONE_MARKER).exists():
             print(finished_line(Path(run_dir), cfg), flush=True)  # a finished run trains nothing
             return {"run_dir": str(run_dir), "rows": [], "finished": True}

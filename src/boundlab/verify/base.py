@@ -54,6 +54,9 @@ class Verifier:
     # False when a `timeout` verdict means "could not decide" rather than a property of the
     # answer (math-verify's budget vs a program that loops): a rerun then judges it again.
     timeouts_are_final: ClassVar[bool] = True
+    # True for a verifier that runs model-written code in the sandbox: it is built with the
+    # `sandbox` config's opt-out (`allow_weaker`, boundlab.probe.context.open_verifier).
+    runs_code: ClassVar[bool] = False
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Verifier":
         # Record how the verifier was built, whoever builds it (build_verifier, a test, a

@@ -192,9 +192,10 @@ class CodeVerifier(Verifier):
     version = 2
     # Cannot change a verdict: the worker count, the opt-out below. Everything else it is built with (its
     # `verify.code` block, any other SandboxConfig field) is in the probe key.
-    # `allow_weaker` only lets a run start without a layer that failed to set up (the pool logs
+    # `allow_weaker` (the `sandbox.allow_weaker` opt-out) only lets a run start without a layer that failed to set up (the pool logs
     # which): an honest program's verdict is the same with it, and keys stay as they were.
     verdict_neutral = frozenset({"workers", "allow_weaker"})
+    runs_code = True  # built with `sandbox.allow_weaker` (boundlab.probe.context.open_verifier)
 
     def identity(self) -> dict[str, Any]:
         # Programs run under this interpreter (sys.executable): its version can change a verdict.

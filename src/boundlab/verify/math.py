@@ -61,6 +61,12 @@ math-verify itself on grids of traps in tests/unit/test_math_verifier.py:
   compared as math-verify compares it (an assignment gold by its right side, an equation answer
   against a gold that is none by its right side, two equations linear in one letter by their
   sides and roots). Such a gold is never profiled either.
+- **Assignments of plain numbers** (`assignment_verdict`, in the parent, no parse): `x = 12`
+  against `12`, either way round (a bare lowercase letter other than `e` and `i`, a plain number
+  on the right): math-verify compares the number with the right side, so the pair gets the
+  plain-number verdict (equal values correct, values far apart wrong, the rest to math-verify).
+  `2x = 4`, chains, lists of assignments, capitals and close values are left to the rules above
+  and math-verify (issue 36: such answers all went to math-verify).
 - **Self-verdicts from strings**: a profiled gold whose parse holds a non-empty string gets
   `True` for an identical answer without running `verify`, which is what `verify` returns for
   it (it accepts any pair of items that are equal non-empty strings).

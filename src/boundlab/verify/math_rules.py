@@ -157,12 +157,46 @@ def fast_verdict(gold: str, answer: str) -> bool | None:
         return small
     xg, ya = plain_number(g), plain_number(a)
     if xg is None or ya is None:
-        verdict = closed_form_verdict(g, a)
+        verdict = assignment_verdict(g, a)
+        if verdict is None:
+            verdict = closed_form_verdict(g, a)
         return verdict if verdict is not None else polynomial_verdict(g, a)
+    return _plain_pair(xg, ya)
+
+
+def _plain_pair(xg: tuple[Fraction, bool], ya: tuple[Fraction, bool]) -> bool | None:
+    """Two `plain_number`s as math-verify compares them (see `fast_verdict`)."""
     (x, x_dec), (y, y_dec) = xg, ya
     if x == y or not (x_dec or y_dec):
         return x == y
     return False if _far_apart(x, y) else None
+
+
+# `v = N`: one bare lowercase letter (not `e`, Euler's number to latex2sympy, so `e = 3` is no
+# assignment; not `i`, which makes every symbol complex), `=` between plain spaces, and a right
+# side that `plain_number` reads.
+_ASSIGNED = re.compile(r" *([a-df-hj-z]) *= *([^=]*)")
+
+
+def assignment_verdict(gold: str, answer: str) -> bool | None:
+    """One side an assignment of a plain number (`x = 12`, `y=-3`, `x = \\frac{1}{2}`), the other a
+    plain number: math-verify's `sympy_expr_eq` compares an equation answer against a gold that
+    is none by the answer's right side, and an assignment gold (its left side a symbol) against an
+    answer that is no equation by the gold's right side, so the verdict is that of the two numbers
+    (`_plain_pair`: equal values are equal, values far apart are not, closer ones and everything
+    else go to math-verify). Its string comparison cannot add a match: one string holds an `=`
+    the other lacks. The small-number rule (`small_number_verdict`, a departure on purpose) is not
+    applied: these pairs keep math-verify's verdict. Chains (`a = b = 3`), several assignments
+    (`x = 3, y = 4`), `2x = 4` and capitals are left to the other rules and math-verify."""
+    for eq, other in ((answer, gold), (gold, answer)):
+        m = _ASSIGNED.fullmatch(eq)
+        if m is None or "=" in other:
+            continue
+        right, number = plain_number(m.group(2)), plain_number(other)
+        if right is None or number is None:
+            return None
+        return _plain_pair(number, right) if eq is answer else _plain_pair(right, number)
+    return None
 
 
 # `parse_text` reads strings up to this long, with at most this much whitespace (under 1 ms each).
