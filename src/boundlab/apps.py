@@ -7,13 +7,10 @@ must not import its own caller.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import boundlab.builtins  # noqa: F401 - every built-in task, verifier, sampler and algorithm
-from boundlab.config import ProbeMain
-
-if TYPE_CHECKING:
-    from omegaconf import DictConfig
+from boundlab.config import ProbeMain, TrainMain
 
 
 def probe_run(cfg: ProbeMain, run_dir: str | Path) -> Any:
@@ -31,7 +28,7 @@ def probe_run(cfg: ProbeMain, run_dir: str | Path) -> Any:
     return run(cfg, run_dir)
 
 
-def train_run(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any]:
+def train_run(cfg: TrainMain, run_dir: str | Path) -> dict[str, Any]:
     """`train.py`: train and track the boundary (boundlab.training.app)."""
     from boundlab.training.app import run
 

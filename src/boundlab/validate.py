@@ -343,8 +343,9 @@ def validate(cfg: DictConfig) -> None:
     _check_power(cfg)
     if "algo" in cfg and "train" in cfg:
         from boundlab.algos import check as check_algo
-
-        check_algo(cfg)  # combinations one algorithm cannot honour (rollouts=1 with groups, ...)
+        from boundlab.config import TrainMain, as_typed
         from boundlab.training.app import check_extras
 
-        check_extras(cfg)  # reward.outcome_bonus, data.gate
+        typed = as_typed(cfg, TrainMain)  # what train.py hands training, typed the same way
+        check_algo(typed)  # combinations one algorithm cannot honour (rollouts=1 with groups, ...)
+        check_extras(typed)  # reward.outcome_bonus, data.gate

@@ -10,10 +10,13 @@ declared checks at start, before any model work.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boundlab.algos.spec import Algorithm, BuildContext, BuildInputs
 from boundlab.registry import Registry
+
+if TYPE_CHECKING:
+    from boundlab.config import TrainMain
 
 ALGOS: Registry = Registry("algorithm")
 
@@ -49,7 +52,7 @@ def get(name: str) -> Algorithm:
     return ALGOS.get(name)  # type: ignore[return-value]
 
 
-def check(cfg: Any) -> None:
+def check(cfg: TrainMain) -> None:
     """Fail fast, in one line, on an unknown algorithm or a combination it cannot honour."""
     from boundlab.config import ConfigError
 
@@ -59,7 +62,7 @@ def check(cfg: Any) -> None:
         raise ConfigError(f"algo.name={cfg.algo.name}: {e.args[0]}; choose the algorithm with algo=NAME") \
             from None
     algo.check(cfg)
-    if getattr(getattr(cfg, "train", None), "ref_reset_every", 0):
+    if cfg.train.ref_reset_every:
         from boundlab.algos.resets import check_reset
 
         if algo.family == "distill":

@@ -9,11 +9,16 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from boundlab.config import to_dict
+from boundlab.config import PeftConfig, TrainMain, as_typed, to_dict
 from boundlab.config import with_updates as _with
 from boundlab.rundir import CHECKPOINTS_DIR, DONE_MARKER, RUN_INFO
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+    from boundlab.tasks.base import Task
 
 
 def _load_run_info(run_dir: Path) -> dict[str, Any]:
@@ -22,22 +27,26 @@ def _load_run_info(run_dir: Path) -> dict[str, Any]:
     return read_json(run_dir / RUN_INFO, {}, "the W&B run id this run logs into")
 
 
-def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
+def run(cfg: TrainMain | DictConfig, run_dir: str | Path) -> dict[str, Any]:
+    """Train. train.py and a resume hand `cfg` typed (TrainMain); a DictConfig from a direct caller
+    is typed here, once. Everything below gets TrainMain or one of its groups."""
     from boundlab.rundir import lock
     from boundlab.rundir.checkpoints import finished_line
+
+    cfg = as_typed(cfg, TrainMain)
 
     if cfg.resume is None and lock.main_rank():
         from boundlab.rundir.owner import check_fresh_run_dir
 
         check_fresh_run_dir(run_dir)  # another run's dir, named where argv does not show it
-    with lock.training_locks(run_dir, cfg):  # one trainer per run dir; see rundir/lock.py
+    with lock.training_locks(run_dir, cfg.train.probe_mode):  # one trainer per run dir; see rundir/lock.py
         if cfg.resume is not None and (Path(run_dir) / DONE_MARKER).exists():
-            print(finished_line(Path(run_dir), cfg), flush=True)  # a finished run trains nothing
+            print(finished_line(Path(run_dir), cfg.train.max_steps), flush=True)  # a finished run trains nothing
             return {"run_dir": str(run_dir), "rows": [], "finished": True}
         return _run(cfg, run_dir)
 
 
-def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
+def _run(cfg: TrainMain, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.algos import BuildContext, BuildInputs, build as build_trainer
     from boundlab.models import load_model, load_tokenizer, resolve_model_path
     from boundlab.boundary.callback import ProbeCallback
@@ -92,9 +101,8 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     store, verifier = ctx.store, ctx.verifier
     trainer = None
     try:
-        reward_cfg = cfg.get("reward") if hasattr(cfg, "get") else getattr(cfg, "reward", None)
-        strict_reward = bool(reward_cfg and reward_cfg.strict)
-        shuffle_seed = cfg.train.seed if reward_cfg and reward_cfg.shuffle_within_group else None
+        strict_reward = cfg.reward.strict
+        shuffle_seed = cfg.train.seed if cfg.reward.shuffle_within_group else None
         if strict_reward:
             check_strict(train_task, verifier)
         info = _load_run_info(run_dir)
@@ -148,7 +156,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         model = load_model(cfg.model, "cpu" if cfg.backend.use_cpu else "cuda",
                            str(init_dir) if init_dir is not None else base_dir)
         dataset = _dataset(train_task, tok, processing if cfg.model.vision else None)
-        peft_config = _peft(cfg)
+        peft_config = _peft(cfg.peft)
         report_to = ["wandb"] if logger.mode != "disabled" and logger.run_id else []
         bonus = _outcome_bonus(cfg)
         reward = make_reward_fn(train_task, verifier, cfg.algo.max_completion_length, tok.eos_token_id,
@@ -158,7 +166,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         callbacks: list = [ProbeCallback(tracker, cfg.train.probe_mode, cfg.train.save_total_limit,
                                          cfg.train.stop_on_shrink)]
         gate = None
-        if getattr(getattr(cfg, "data", None), "gate", "none") != "none":
+        if cfg.data.gate != "none":
             from boundlab.training.gate import Gate
 
             score = make_reward_fn(train_task, verifier, cfg.algo.max_completion_length, tok.eos_token_id,
@@ -214,7 +222,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         _destroy_process_group()
 
 
-def check_extras(cfg: Any) -> None:
+def check_extras(cfg: TrainMain) -> None:
     """reward.outcome_bonus, data.gate and train.generation_chunk: what they refuse, one line each."""
     from boundlab.algos import get
     from boundlab.config import ConfigError
@@ -224,19 +232,19 @@ def check_extras(cfg: Any) -> None:
     family = get(cfg.algo.name).family
     check_outcome(cfg, family)
     check_gate(cfg)
-    chunk = getattr(getattr(cfg, "train", None), "generation_chunk", None)
+    chunk = cfg.train.generation_chunk
     if chunk is not None and (family != "onpolicy" or cfg.rollout.name != "hf"):
         raise ConfigError(f"train.generation_chunk={chunk}: chunks our trainer's generate calls (rollout=hf, e.g. "
                           f"algo=grpo_onpolicy); algo={cfg.algo.name} with rollout={cfg.rollout.name} samples "
                           f"each batch in one engine call")
 
 
-def _outcome_bonus(cfg: Any):
+def _outcome_bonus(cfg: TrainMain):
     from boundlab.training.outcome import OutcomeBonus, enabled
 
-    if not enabled(cfg):
-        return None
     ob = cfg.reward.outcome_bonus
+    if not enabled(ob):
+        return None
     return OutcomeBonus(ob.ucb_coef, ob.repeat_penalty)
 
 
@@ -256,7 +264,7 @@ def _relog(plan: Any, tracker: Any, logger: Any, resume_from: Path | None) -> No
 VISION_ALGOS = ("grpo", "dr_grpo")
 
 
-def _check_vision(cfg: Any, task: Any) -> None:
+def _check_vision(cfg: TrainMain, task: Task) -> None:
     from boundlab.config import ConfigError
 
     if task.has_images() and not cfg.model.vision:
@@ -306,13 +314,13 @@ def visual_row(task: Any, problem: Any, processor: Any) -> dict[str, Any]:
     return {"prompt": prompt, "images": images, "problem_id": problem.problem_id}
 
 
-def _peft(cfg: Any):
-    if not cfg.peft.enabled:
+def _peft(p: PeftConfig):
+    if not p.enabled:
         return None
     from peft import LoraConfig
 
-    return LoraConfig(r=cfg.peft.r, lora_alpha=cfg.peft.alpha, lora_dropout=cfg.peft.dropout,
-                      target_modules=cfg.peft.target_modules, task_type="CAUSAL_LM")
+    return LoraConfig(r=p.r, lora_alpha=p.alpha, lora_dropout=p.dropout,
+                      target_modules=p.target_modules, task_type="CAUSAL_LM")
 
 
 def _destroy_process_group() -> None:
