@@ -347,5 +347,5 @@ def validate(cfg: DictConfig) -> None:
         from boundlab.training.app import check_extras
 
         typed = as_typed(cfg, TrainMain)  # what train.py hands training, typed the same way
-        check_algo(typed)  # combinations one algorithm cannot honour (rollouts=1 with groups, ...)
-        check_extras(typed)  # reward.outcome_bonus, data.gate
+        # The algorithm choice (its one validator, boundlab.algos), then reward.outcome_bonus and data.gate.
+        check_extras(typed, check_algo(typed).family)

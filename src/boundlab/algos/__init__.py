@@ -4,8 +4,10 @@ own where TRL has the algorithm (`grpo.py`, `distill.py`), our `OnPolicyTrainer`
 (`onpolicy/`).
 
 Built-ins are one explicit list (`_BUILTINS`), one line per algorithm: adding an algorithm is its
-own module, its `conf/algo/NAME.yaml` and one line here. `check(cfg)` runs the chosen algorithm's
-declared checks at start, before any model work.
+own module, its `conf/algo/NAME.yaml` and one line here. `check(cfg)` is the one validator of the
+algorithm choice (boundlab.validate and training/app.py call it, before any model work): the name,
+the chosen algorithm's declared checks and the training options it rules out; `check_images` is
+its part for a task that shows images.
 """
 
 from __future__ import annotations
@@ -52,8 +54,9 @@ def get(name: str) -> Algorithm:
     return ALGOS.get(name)  # type: ignore[return-value]
 
 
-def check(cfg: TrainMain) -> None:
-    """Fail fast, in one line, on an unknown algorithm or a combination it cannot honour."""
+def check(cfg: TrainMain) -> Algorithm:
+    """Fail fast, in one line, on an unknown algorithm or a combination it cannot honour; return
+    the chosen algorithm."""
     from boundlab.config import ConfigError
 
     try:
@@ -69,6 +72,22 @@ def check(cfg: TrainMain) -> None:
             raise ConfigError(f"train.ref_reset_every: algo={algo.name} distils from a teacher and has no KL "
                               f"reference to reset")
         check_reset(cfg)
+    chunk = cfg.train.generation_chunk
+    if chunk is not None and (algo.family != "onpolicy" or cfg.rollout.name != "hf"):
+        raise ConfigError(f"train.generation_chunk={chunk}: chunks our trainer's generate calls (rollout=hf, e.g. "
+                          f"algo=grpo_onpolicy); algo={cfg.algo.name} with rollout={cfg.rollout.name} samples "
+                          f"each batch in one engine call")
+    return algo
+
+
+def check_images(name: str) -> None:
+    """A task that shows images trains only with an algorithm whose trainer feeds them (`images`)."""
+    from boundlab.config import ConfigError
+
+    if not get(name).images:
+        feeding = [n for n in ALGOS.in_order() if get(n).images]
+        raise ConfigError(f"algo={name} does not feed images to the model; a visual task trains "
+                          f"with algo in {feeding}")
 
 
 def build(inputs: BuildInputs) -> Any:
@@ -76,4 +95,4 @@ def build(inputs: BuildInputs) -> Any:
     return get(inputs.cfg.algo.name).build(inputs)
 
 
-__all__ = ["ALGOS", "Algorithm", "BuildContext", "BuildInputs", "build", "check", "get"]
+__all__ = ["ALGOS", "Algorithm", "BuildContext", "BuildInputs", "build", "check", "check_images", "get"]

@@ -81,7 +81,6 @@ def _rl_args(cfg: TrainMain) -> dict[str, Any]:
 def _grpo_family(x: BuildInputs, loss_type: str, scale_rewards: str):
     from trl import GRPOConfig, GRPOTrainer
 
-    check_grpo(x.cfg)
     # TRL's own entropy bonus: loss - entropy_coef * mean token entropy (the static form; its
     # adaptive form, use_adaptive_entropy, is not exposed).
     args = GRPOConfig(**training_args_common(x.cfg, x.output_dir, x.report_to), **_rl_args(x.cfg),
@@ -116,11 +115,10 @@ def build_rloo(x: BuildInputs):
     the k1 estimator, so that is the only placement offered."""
     from trl import RLOOConfig, RLOOTrainer
 
-    check_rloo(x.cfg)
     args = RLOOConfig(**training_args_common(x.cfg, x.output_dir, x.report_to), **_rl_args(x.cfg))
     return _shaped_trainer(RLOOTrainer, x, args)
 
 
-GRPO = Algorithm("grpo", "grpo", build_grpo, (check_grpo,))
-DR_GRPO = Algorithm("dr_grpo", "grpo", build_dr_grpo, (check_grpo,))
+GRPO = Algorithm("grpo", "grpo", build_grpo, (check_grpo,), images=True)
+DR_GRPO = Algorithm("dr_grpo", "grpo", build_dr_grpo, (check_grpo,), images=True)
 RLOO = Algorithm("rloo", "grpo", build_rloo, (check_rloo,))

@@ -48,13 +48,16 @@ Check = Callable[["TrainMain"], None]
 
 @dataclass(frozen=True)
 class Algorithm:
-    """One registered algorithm. `checks` run at start (boundlab.algos.check), before any model
-    work; each raises ConfigError with one line for a combination the algorithm cannot honour."""
+    """One registered algorithm. `checks` run at start (boundlab.algos.check, the one validator of
+    the algorithm choice), before any model work; each raises ConfigError with one line for a
+    combination the algorithm cannot honour. Builders do not run them again."""
     name: str
     # Which `algo.<family>` block the builder reads (one of FAMILIES).
     family: str
     build: Callable[[BuildInputs], Any]
     checks: tuple[Check, ...] = field(default_factory=tuple)
+    # Whether its trainer feeds a visual task's images to the model (through the processor).
+    images: bool = False
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:

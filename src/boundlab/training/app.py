@@ -63,8 +63,8 @@ def _run(cfg: TrainMain, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.algos import check as check_algo
     from boundlab.errors import no_space_left
 
-    check_algo(cfg)  # an impossible combination fails here, before any model work
-    check_extras(cfg)
+    # Again here for a caller that did not validate: an impossible combination fails before any model work.
+    check_extras(cfg, check_algo(cfg).family)
     from boundlab.training.console import quiet_libraries
 
     quiet_libraries()
@@ -222,21 +222,14 @@ def _run(cfg: TrainMain, run_dir: str | Path) -> dict[str, Any]:
         _destroy_process_group()
 
 
-def check_extras(cfg: TrainMain) -> None:
-    """reward.outcome_bonus, data.gate and train.generation_chunk: what they refuse, one line each."""
-    from boundlab.algos import get
-    from boundlab.config import ConfigError
+def check_extras(cfg: TrainMain, family: str) -> None:
+    """reward.outcome_bonus and data.gate: what they refuse, one line each (`family` is the chosen
+    algorithm's, from boundlab.algos.check, which validates the algorithm choice itself)."""
     from boundlab.training.gate import check_gate
     from boundlab.training.outcome import check_outcome
 
-    family = get(cfg.algo.name).family
     check_outcome(cfg, family)
     check_gate(cfg)
-    chunk = cfg.train.generation_chunk
-    if chunk is not None and (family != "onpolicy" or cfg.rollout.name != "hf"):
-        raise ConfigError(f"train.generation_chunk={chunk}: chunks our trainer's generate calls (rollout=hf, e.g. "
-                          f"algo=grpo_onpolicy); algo={cfg.algo.name} with rollout={cfg.rollout.name} samples "
-                          f"each batch in one engine call")
 
 
 def _outcome_bonus(cfg: TrainMain):
@@ -260,19 +253,16 @@ def _relog(plan: Any, tracker: Any, logger: Any, resume_from: Path | None) -> No
     relog_lost_train_metrics(logger, resume_from, plan.train_missing)
 
 
-# Trainers that feed a problem's images through the processor (TRL's GRPOTrainer family).
-VISION_ALGOS = ("grpo", "dr_grpo")
-
-
 def _check_vision(cfg: TrainMain, task: Task) -> None:
     from boundlab.config import ConfigError
 
     if task.has_images() and not cfg.model.vision:
         raise ConfigError(f"task {task.name!r} shows images, but model {cfg.model.name!r} is a text "
                           f"model: use a vision-language model (model.vision=true, e.g. model=toy_vlm)")
-    if task.has_images() and cfg.algo.name not in VISION_ALGOS:
-        raise ConfigError(f"algo={cfg.algo.name} does not feed images to the model; a visual task trains "
-                          f"with algo in {list(VISION_ALGOS)}")
+    if task.has_images():
+        from boundlab.algos import check_images
+
+        check_images(cfg.algo.name)  # declared with each algorithm (Algorithm.images)
     if cfg.model.vision and not task.has_images():
         raise ConfigError(f"model {cfg.model.name!r} is a vision-language model but task {task.name!r} "
                           f"has no images (use a visual task, e.g. task=toy_vision)")
