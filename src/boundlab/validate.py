@@ -77,7 +77,6 @@ def validate_model(m: Any, prefix: str = "model") -> None:
 
 
 def validate_task(t: Any, prefix: str = "task") -> None:
-    _limit(t, prefix)
     if t.template is not None and "{question}" not in t.template:
         _fail(f"{prefix}.template", repr(t.template),
               "has no {question} field, so every prompt would be the same text; add {question}")

@@ -58,8 +58,6 @@ class TaskConfig:
     system: Optional[str] = None
     # Verifier name; null keeps the task's own.
     verifier: Optional[str] = None
-    # Keep only the first N problems.
-    limit: Optional[int] = None
     # Tiered tasks (toy2): probe only these tiers (null = all).
     tiers: Optional[list[str]] = None
     # Tiered tasks (toy2): the first N problems of each tier, in split order (null = all).
@@ -106,7 +104,8 @@ class ProbeSettings:
     # Base-vs-base null: probe the base a second time with sampling seed `seed + null_seed_offset`
     # (not 0), so every checkpoint's change has a chance baseline; null = no null probe.
     null_seed_offset: Optional[int] = None
-    # Probe only the first N problems of the task (null = all).
+    # Probe only the first N problems of the task (null = all). The one such setting: task.limit is
+    # refused naming it; training's own split has train.train_limit.
     limit: Optional[int] = None
     # Bootstrap resamples for the confidence intervals (over problems).
     bootstrap_iters: int = 1000
@@ -281,18 +280,23 @@ class VerifyConfig:
 
 # Keys that were flat before the per-verifier and per-sampler blocks existed, and where each lives
 # now: the command line refuses the old key naming the new one (cli.unknown_key), and a saved run
-# config is lifted (lift_flat_option_keys).
+# config is lifted (lift_flat_option_keys). task.limit and probe.limit were two settings for one
+# thing (the probe's first N problems of the task; training's split has train.train_limit): one is
+# kept, probe.limit.
 MOVED_KEYS: dict[str, str] = {
     **{f"verify.{k}": f"verify.math.{k}" for k in ("deadline_s", "max_answer_chars", "extraction")},
     **{f"verify.{k}": f"verify.code.{k}" for k in ("timeout_s", "memory_mb", "allow_weak_isolation")},
     **{f"sampler.{k}": f"sampler.vllm.{k}" for k in ("gpu_memory_utilization", "tensor_parallel_size")},
+    "task.limit": "probe.limit",
 }
 
 
 def lift_flat_option_keys(saved: Any) -> Any:
-    """A saved config (a DictConfig) with the flat `verify.*`/`sampler.*` keys of MOVED_KEYS moved
-    into their blocks, so a run dir saved before the blocks existed resumes (and is watched) with
-    the same settings. A config already in blocks comes back unchanged."""
+    """A saved config (a DictConfig) with the old keys of MOVED_KEYS moved to their new place, so a
+    run dir saved before the move resumes (and is watched and reported) with the same settings. A
+    config already in the new layout comes back unchanged. A saved task.limit joins probe.limit: a
+    null one changes nothing, and with both set the smaller was the probed set (both cut the first
+    N problems)."""
     from omegaconf import OmegaConf
 
     def has(dotted: str) -> bool:
@@ -306,8 +310,16 @@ def lift_flat_option_keys(saved: Any) -> Any:
     for old, new in MOVED_KEYS.items():
         if has(old):
             group, key = old.split(".")
-            _, block, name = new.split(".")
-            data[group].setdefault(block, {})[name] = data[group].pop(key)
+            value = data[group].pop(key)
+            *path, name = new.split(".")
+            node = data
+            for part in path:
+                node = node.setdefault(part, {})
+            if old == "task.limit":
+                kept = node.get(name)
+                if value is None or (isinstance(kept, int) and isinstance(value, int) and kept <= value):
+                    continue
+            node[name] = value
     return OmegaConf.create(data)
 
 

@@ -86,7 +86,9 @@ def _run(cfg: TrainMain, run_dir: str | Path) -> dict[str, Any]:
 
     probe_task = load_task(cfg)
     probe_task.groups()  # a group_by some problem lacks fails here, before any model work
-    train_task = build_task(_with(cfg.task, split=cfg.train.train_split, limit=cfg.train.train_limit))
+    train_task = build_task(_with(cfg.task, split=cfg.train.train_split))
+    if cfg.train.train_limit:
+        train_task = train_task.with_problems(train_task.problems[: cfg.train.train_limit])
     _check_vision(cfg, train_task)
     from boundlab.training.context_fit import check_context
 

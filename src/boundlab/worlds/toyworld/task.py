@@ -26,8 +26,5 @@ def toy_problems(split: str = "test") -> list[Problem]:
 
 @TASKS.register("toy_arith")
 def build_toy_arith(cfg: TaskConfig) -> Task:
-    # `limit` is applied by `build_task`; honour it here too for direct callers.
-    problems = toy_problems(cfg.split or "test")
-    if cfg.limit:
-        problems = problems[: int(cfg.limit)]
-    return Task("toy_arith", problems, template=PROMPT_TEMPLATE, verifier="toy", chat=False)
+    return Task("toy_arith", toy_problems(cfg.split or "test"), template=PROMPT_TEMPLATE, verifier="toy",
+                chat=False)
