@@ -14,7 +14,7 @@ import boundlab.builtins  # noqa: F401 - registers every built-in plug-in (one l
 from boundlab.cli import friendly_errors, known_choices
 from boundlab.rundir.owner import owns_output_dir
 from boundlab.sweep import sweep_job
-from boundlab.config import TrainMain, check_keys, register_configs
+from boundlab.config import TrainMain, as_typed, check_keys, register_configs
 from boundlab.probe.fit import fit_probe_settings
 from boundlab.validate import validate
 
@@ -32,7 +32,7 @@ def main(cfg):
     check_keys(cfg)
     cfg = fit_probe_settings(cfg, "train")
     validate(cfg)
-    run(cfg, HydraConfig.get().runtime.output_dir)
+    run(as_typed(cfg, TrainMain), HydraConfig.get().runtime.output_dir)  # typed from here down
 
 
 if __name__ == "__main__":

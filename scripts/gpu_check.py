@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-PROBE_SETTINGS = ["model=smollm2_135m", "task=math500", "task.limit=30", "probe.n=32", "probe.temperature=0.6",
+PROBE_SETTINGS = ["model=smollm2_135m", "task=math500", "probe.limit=30", "probe.n=32", "probe.temperature=0.6",
                   "probe.top_p=0.95", "probe.max_new_tokens=512", "probe.bootstrap_iters=200", "logger=none"]
 SMOL_TRAIN = ["model=smollm2_135m", "task=math500", "train.train_limit=30", "algo=grpo", "algo.rollouts=8",
               "algo.per_device_train_batch_size=32", "algo.max_completion_length=256", "algo.learning_rate=1e-6",
@@ -128,7 +128,7 @@ def part_probe_compare(work: Path, gpu: bool) -> dict[str, Any]:
         if "passk" in hf and "passk" in vl:
             out["agree_within_ci"] = _overlap(hf["passk"], vl["passk"])
         return out
-    tiny = ["model=smollm2_135m", "task=math500", "task.limit=2", "probe.n=2", "probe.max_new_tokens=16",
+    tiny = ["model=smollm2_135m", "task=math500", "probe.limit=2", "probe.n=2", "probe.max_new_tokens=16",
             "probe.bootstrap_iters=20", "logger=none", "sampler.torch_threads=1",
             f"store.path={work / 'cmp_hf.sqlite'}"]
     out["settings"] = tiny

@@ -40,7 +40,7 @@
 #   - The base to 4096 on 400 non-X problems: H1 (rate ~0.1 on the base) certifies at n0 = 256 or
 #     512 (a Clopper-Pearson lower bound above 0.027 certifies epsilon = 1e-3 at every k > 256); H2,
 #     B3 and B4 (rates ~0.01-0.02) run to the cap. Measured on the slice's first 10 non-X problems
-#     (3 H1, 3 H2, 2 B3, 2 B4; `task.limit=10`): 29,696 samples, H1 stopping at 256, 256 and 512,
+#     (3 H1, 3 H2, 2 B3, 2 B4; `probe.limit=10`): 29,696 samples, H1 stopping at 256, 256 and 512,
 #     the other 7 at 4096; 145.9 s, 203.5 samples/s on one torch thread of two cores shared with
 #     other jobs (load average ~5). So about 100 x 340 + 300 x 4096 = 1.26 M samples, 1.7 h at that
 #     rate; the null the same: 2.5 M for the two.

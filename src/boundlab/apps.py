@@ -7,13 +7,12 @@ must not import its own caller.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from omegaconf import DictConfig
 
 import boundlab.builtins  # noqa: F401 - every built-in task, verifier, sampler and algorithm
-from boundlab.config import ProbeMain
-
-if TYPE_CHECKING:
-    from omegaconf import DictConfig
+from boundlab.config import ProbeMain, TrainMain
 
 
 def probe_run(cfg: ProbeMain, run_dir: str | Path) -> Any:
@@ -33,8 +32,14 @@ def probe_run(cfg: ProbeMain, run_dir: str | Path) -> Any:
 
 def train_run(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any]:
     """`train.py`: train and track the boundary (boundlab.training.app); a SLURM requeue of the job
-    that made `run_dir` continues it (boundlab.resume.requeued_job)."""
+    that made `run_dir` continues it (boundlab.resume.requeued_job). `cfg` is Hydra's composed
+    DictConfig: the requeue check and the job record digest its unresolved text (interpolations such
+    as `${now:...}` kept as written); training gets it typed (TrainMain)."""
+    from omegaconf import OmegaConf
+
+    from boundlab.config import as_typed
     from boundlab.resume import requeued_job
     from boundlab.training.app import run
 
-    return run(requeued_job(cfg, run_dir), run_dir)
+    cfg = requeued_job(cfg, run_dir)
+    return run(as_typed(cfg, TrainMain), run_dir, config_text=OmegaConf.to_yaml(cfg, resolve=False))

@@ -104,8 +104,9 @@ def unknown_key(overrides: list[str], conf_dir: Path, schema: Any) -> str | None
         if "." not in key and (conf_dir / key).is_dir():
             continue  # a config-group choice: unknown_choice's business
         top = {f.name for f in dataclasses.fields(schema)}
-        if key in MOVED_KEYS and key.split(".", 1)[0] in top:
-            # A key that was flat before the per-verifier / per-sampler blocks: say where it went.
+        if key in MOVED_KEYS and {key.split(".", 1)[0], MOVED_KEYS[key].split(".", 1)[0]} <= top:
+            # A key that was flat before the per-verifier / per-sampler blocks, or task.limit (now
+            # probe.limit): say where it went.
             new = MOVED_KEYS[key]
             return f"config key '{key}' moved to '{new}': write {new}={ov.split('=', 1)[1]}"
         cls, path = schema, []

@@ -31,5 +31,9 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return sorted(self._items)
 
+    def in_order(self) -> list[str]:
+        """The names in registration order (names() sorts them)."""
+        return list(self._items)
+
     def __contains__(self, name: str) -> bool:
         return name in self._items

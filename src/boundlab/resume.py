@@ -33,12 +33,18 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from boundlab.rundir import HYDRA_CONFIG, HYDRA_DIR, HYDRA_RUNTIME, RESUMES_FILE
 # finished_line: what a resumed, finished run prints; training prints it too, so it lives below both.
 from boundlab.rundir.checkpoints import finished_line  # noqa: F401
 from boundlab.rundir.io import dumps as strict_dumps
+
+if TYPE_CHECKING:
+    from hydra.conf import HydraConf
+    from omegaconf import DictConfig
+
+    from boundlab.config import TrainMain
 
 # Settings a resume may change: they decide how fast or where things run, not what is trained,
 # sampled or scored. Everything else a run's results depend on, including some that look harmless:
@@ -88,8 +94,10 @@ def allowed_text() -> str:
     return ", ".join(k + (f" ({'|'.join(v)})" if v else "") for k, v in ALLOWED.items())
 
 
-def load_run_config(run_dir: Path) -> tuple[Any, Any]:
-    """(config, hydra node) of a run dir, typed by TrainMain, the hydra node set as HydraConfig."""
+def load_run_config(run_dir: Path) -> tuple[DictConfig, HydraConf | None]:
+    """(config, hydra node) of a run dir, typed by TrainMain, the hydra node set as HydraConfig.
+    The config stays a DictConfig until main() hands it to training: the hydra node is built from
+    its unresolved values, and overrides are selected and applied with OmegaConf."""
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
@@ -110,7 +118,8 @@ def load_run_config(run_dir: Path) -> tuple[Any, Any]:
     return cfg, _set_hydra_node(run_dir, cfg)
 
 
-def _set_hydra_node(run_dir: Path, cfg: Any) -> Any:
+def _set_hydra_node(run_dir: Path, cfg: DictConfig) -> HydraConf | None:
+    # A DictConfig, not TrainMain: its unresolved `${...}` values are written into the hydra node.
     from hydra.conf import HydraConf
     from hydra.core.hydra_config import HydraConfig
     from hydra.core.utils import setup_globals
@@ -147,8 +156,10 @@ def _set_hydra_node(run_dir: Path, cfg: Any) -> Any:
     return HydraConfig.get()
 
 
-def check_overrides(cfg: Any, hydra_node: Any, overrides: Sequence[str], run_dir: Path) -> dict[str, Any]:
-    """The allowed changes in `overrides`, as {key: value}; raise ResumeError on anything else."""
+def check_overrides(cfg: DictConfig, hydra_node: HydraConf | None, overrides: Sequence[str],
+                    run_dir: Path) -> dict[str, Any]:
+    """The allowed changes in `overrides`, as {key: value}; raise ResumeError on anything else.
+    `cfg` is the saved DictConfig: override keys are dotted paths, looked up with OmegaConf.select."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
     from omegaconf import OmegaConf
@@ -247,7 +258,7 @@ def requeue_argv(argv: Sequence[str]) -> list[str]:
     return [f"resume={run_dir}", *rest]
 
 
-def requeued_job(cfg: Any, run_dir: str | Path) -> Any:
+def requeued_job(cfg: DictConfig, run_dir: str | Path) -> DictConfig:
     """Inside a Hydra job: `cfg`, or for a SLURM requeue of the job that made `run_dir` (submitit
     requeues a job by running it through Hydra again) the same config as that run's resume. A config
     that no longer composes to what the job started with is refused in one line."""
@@ -267,15 +278,15 @@ def requeued_job(cfg: Any, run_dir: str | Path) -> Any:
         print(f"[boundlab] {slurm.describe()} restarted in the run dir it made: resuming it "
               f"(train.py resume={run_dir})", flush=True)
     cfg.resume = str(run_dir)
-    with lock.training_locks(run_dir, cfg):  # recorded by the holder only, as resume.main does
+    with lock.training_locks(run_dir, cfg.train.probe_mode):  # recorded by the holder only, as resume.main does
         if lock.main_rank():
             record(run_dir, [Path(sys.argv[0]).name if sys.argv else "train.py", *sys.argv[1:]], {})
     return cfg
 
 
-def prepare(argv: Sequence[str]) -> tuple[Any, Path, dict[str, Any]]:
+def prepare(argv: Sequence[str]) -> tuple[DictConfig, Path, dict[str, Any]]:
     """Check argv's resume= and overrides; return (config to run, run dir, allowed changes).
-    Creates nothing."""
+    Creates nothing. The config is the DictConfig (validate() reads it as train.py's own)."""
     from omegaconf import OmegaConf
 
     given = resume_arg(argv)
@@ -301,7 +312,7 @@ def prepare(argv: Sequence[str]) -> tuple[Any, Path, dict[str, Any]]:
     return cfg, run_dir, changes
 
 
-def main(argv: Sequence[str], train: Callable[[Any, Path], Any] | None = None) -> int:
+def main(argv: Sequence[str], train: Callable[[TrainMain, Path], Any] | None = None) -> int:
     """train.py's path for `resume=`: check, lock, record, train. Exit status 0, or 2 with one line."""
     from boundlab.cli import friendly_errors
     from boundlab.rundir import lock
@@ -312,18 +323,20 @@ def main(argv: Sequence[str], train: Callable[[Any, Path], Any] | None = None) -
         except ResumeError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
+        from boundlab.config import TrainMain, as_typed
         from boundlab.validate import validate
 
         validate(cfg)  # the run's own config on this machine (e.g. backend=gpu where CUDA is gone)
+        typed = as_typed(cfg, TrainMain)  # typed once, as train.py does
         if train is None:
             from boundlab.training.app import run as train_fn
         else:
             train_fn = train
-        with lock.training_locks(run_dir, cfg):
+        with lock.training_locks(run_dir, typed.train.probe_mode):
             if lock.main_rank():
                 record(run_dir, [Path(sys.argv[0]).name if sys.argv else "train.py", *argv], changes)
             _as_hydra_job()
-            train_fn(cfg, run_dir)
+            train_fn(typed, run_dir)
         return 0
 
     return friendly_errors(go)()

@@ -77,7 +77,6 @@ def validate_model(m: Any, prefix: str = "model") -> None:
 
 
 def validate_task(t: Any, prefix: str = "task") -> None:
-    _limit(t, prefix)
     if t.template is not None and "{question}" not in t.template:
         _fail(f"{prefix}.template", repr(t.template),
               "has no {question} field, so every prompt would be the same text; add {question}")
@@ -343,8 +342,9 @@ def validate(cfg: DictConfig) -> None:
     _check_power(cfg)
     if "algo" in cfg and "train" in cfg:
         from boundlab.algos import check as check_algo
-
-        check_algo(cfg)  # combinations one algorithm cannot honour (rollouts=1 with groups, ...)
+        from boundlab.config import TrainMain, as_typed
         from boundlab.training.app import check_extras
 
-        check_extras(cfg)  # reward.outcome_bonus, data.gate
+        typed = as_typed(cfg, TrainMain)  # what train.py hands training, typed the same way
+        # The algorithm choice (its one validator, boundlab.algos), then reward.outcome_bonus and data.gate.
+        check_extras(typed, check_algo(typed).family)

@@ -57,13 +57,15 @@ def _cases(d: Path) -> dict[str, tuple[str, list[str], str]]:
     header = int.from_bytes(data[:8], "little")
 
     probe, train = "probe.py", "train.py"
-    tiny = ["task=aime24", "task.limit=2", "probe.n=1", "logger=none"]
+    tiny = ["task=aime24", "probe.limit=2", "probe.n=1", "logger=none"]
     cases = {
         "probe.n=0": (probe, ["probe.n=0"],
                       "error: probe.n=0: must be >= 1 (samples per problem; pass@k is reported for k = 1..n)"),
         "probe.limit=-1": (probe, ["probe.limit=-1"], f"error: probe.limit=-1: {LIMIT_LINE}"),
         "probe.limit=0": (probe, ["probe.limit=0"], f"error: probe.limit=0: {LIMIT_LINE}"),
-        "task.limit=-1": (probe, ["task.limit=-1"], f"error: task.limit=-1: {LIMIT_LINE}"),
+        # One setting cuts the probed task (probe.limit); its old twin is refused naming it.
+        "task.limit=-1": (probe, ["task.limit=-1"],
+                          "error: config key 'task.limit' moved to 'probe.limit': write probe.limit=-1"),
         "probe.temperature=-1": (probe, ["probe.temperature=-1"],
                                  "error: probe.temperature=-1.0: must be >= 0 (0 = greedy decoding: every "
                                  "sample is the same; > 0 samples)"),

@@ -22,7 +22,7 @@ def run_probe(tmp_path, *overrides):
 
 
 def args(tiny_lm, run_dir, *extra):
-    return ["model=hf", f"model.path={tiny_lm}", "model.name=tiny", "task=aime24", "task.limit=2",
+    return ["model=hf", f"model.path={tiny_lm}", "model.name=tiny", "task=aime24", "probe.limit=2",
             "task.chat=false", "probe.n=4", "probe.max_new_tokens=6", "probe.top_p=1.0", "probe.bootstrap_iters=50",
             "sampler=power", "sampler.power.mcmc_steps=2", "sampler.torch_threads=1", "logger=none",
             f"hydra.run.dir={run_dir}", *extra]
@@ -68,7 +68,7 @@ def test_probe_with_power_sampler_keys_its_samples_by_alpha_and_steps(tmp_path, 
 ])
 def test_settings_that_change_p_are_one_line_errors(tmp_path, extra, line):
     extra, line = [e.format(tmp=tmp_path) for e in extra], line.format(tmp=tmp_path)
-    proc = run_probe(tmp_path, "task=aime24", "task.limit=1", "probe.n=1", "logger=none",
+    proc = run_probe(tmp_path, "task=aime24", "probe.limit=1", "probe.n=1", "logger=none",
                      "sampler=power", f"hydra.run.dir={tmp_path / 'run'}", *extra)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()

@@ -29,7 +29,7 @@ def run_probe(tmp_path, *overrides, check=True, env_extra=None):
 
 
 def tiny_args(tiny_lm, run_dir, n=8, extra=()):
-    return ["model=hf", f"model.path={tiny_lm}", "model.name=tiny", "task=aime24", "task.limit=3",
+    return ["model=hf", f"model.path={tiny_lm}", "model.name=tiny", "task=aime24", "probe.limit=3",
             "task.chat=false", f"probe.n={n}", "probe.max_new_tokens=12", "probe.bootstrap_iters=100",
             "sampler.batch_size=8", "sampler.torch_threads=1", f"hydra.run.dir={run_dir}", *extra]
 
@@ -110,7 +110,7 @@ def test_probe_killed_midway_resumes_without_duplicates(tmp_path, tiny_lm):
 
 def test_export_then_score_external_samples(tmp_path):
     out = tmp_path / "prompts.jsonl"
-    run_probe(tmp_path, "task=aime24", "task.limit=3", f"export={out}", "task.chat=false",
+    run_probe(tmp_path, "task=aime24", "probe.limit=3", f"export={out}", "task.chat=false",
               f"hydra.run.dir={tmp_path / 'exp'}")
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert [x["problem_id"] for x in lines] == ["aime24-0", "aime24-1", "aime24-2"]

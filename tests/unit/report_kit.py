@@ -25,7 +25,7 @@ def toy_hard() -> set[str]:
     from boundlab.tasks import build_task
 
     t = build_task(SimpleNamespace(name="toy_arith", path=None, split="test", template=None, chat=None,
-                                   system=None, verifier=None, limit=None))
+                                   system=None, verifier=None))
     return {p.problem_id for p in t.problems if p.problem_id in IDS and p.meta["hard"]}
 
 

@@ -27,10 +27,10 @@ def _compose(name: str, overrides: list[str] | None = None):
 
 
 def test_the_composed_probe_config_becomes_probe_main_with_the_same_values():
-    cfg = _compose("probe", ["probe.n=4", "task.limit=3"])
+    cfg = _compose("probe", ["probe.n=4", "task.per_tier=3"])
     typed = as_typed(cfg, ProbeMain)
     assert type(typed) is ProbeMain and type(typed.task) is TaskConfig and type(typed.model) is ModelConfig
-    assert typed.probe.n == 4 and typed.task.limit == 3
+    assert typed.probe.n == 4 and typed.task.per_tier == 3
     # Resolved once: the ${toy_model:...} path and the ${oc.env:...} store path are plain strings.
     assert typed.model.path == cfg.model.path and "${" not in typed.store.path
     # What W&B gets as the run config is the same, key order included.
@@ -45,7 +45,7 @@ def test_the_composed_report_config_becomes_report_main():
 
 
 def test_partial_configs_take_the_schema_defaults():
-    assert as_typed(SimpleNamespace(name="toy2", limit=3), TaskConfig) == TaskConfig(name="toy2", limit=3)
+    assert as_typed(SimpleNamespace(name="toy2", per_tier=3), TaskConfig) == TaskConfig(name="toy2", per_tier=3)
     assert as_typed({"name": "gsm8k"}, TaskConfig) == TaskConfig(name="gsm8k")
     saved = OmegaConf.create({"name": "m", "path": "/x"})  # a run's saved config: untyped
     model = as_typed(saved, ModelConfig)
@@ -53,9 +53,9 @@ def test_partial_configs_take_the_schema_defaults():
     assert "${" not in model.cache_dir  # the schema's default, resolved like a composed one
 
     class Attrs:  # attributes on the class, not the instance (tests build task configs this way)
-        name, limit = "aime24", 2
+        name, split = "aime24", "train"
 
-    assert as_typed(Attrs(), TaskConfig) == TaskConfig(name="aime24", limit=2)
+    assert as_typed(Attrs(), TaskConfig) == TaskConfig(name="aime24", split="train")
 
 
 def test_a_key_the_schema_does_not_know_is_one_line():

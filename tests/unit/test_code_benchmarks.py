@@ -27,7 +27,7 @@ PWNED = Path("/tmp/boundlab-lcb-pickle-ran")
 
 def cfg(name, **kw):
     base = dict(name=name, path=None, tests=None, date_from=None, date_to=None, template=None,
-                chat=None, system=None, verifier=None, group_by=None, limit=None)
+                chat=None, system=None, verifier=None, group_by=None)
     return SimpleNamespace(**{**base, **kw})
 
 

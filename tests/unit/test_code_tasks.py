@@ -41,7 +41,10 @@ def test_humaneval_is_vendored_with_its_license():
 
 
 def test_humaneval_limit():
-    task = build_task(SimpleNamespace(name="humaneval", limit=5))
+    from boundlab.config import ProbeSettings, ProbingMain, TaskConfig
+    from boundlab.probe.spec import load_task
+
+    task = load_task(ProbingMain(task=TaskConfig(name="humaneval"), probe=ProbeSettings(limit=5)))
     assert [p.problem_id for p in task.problems] == [f"HumanEval/{i}" for i in range(5)]
 
 

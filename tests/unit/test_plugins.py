@@ -117,6 +117,25 @@ def test_generic_check_runs_the_declared_checks(fake_algo):
     algos.check(_compose(["algo.name=test_plugins_fake", "algo.rollouts=4"]))  # passes
 
 
+def test_the_algorithm_choice_has_one_validator(fake_algo):
+    # boundlab.algos.check returns the chosen algorithm (validate.py and training/app.py read its
+    # family from it) and refuses what the choice rules out elsewhere (train.generation_chunk).
+    algo, _ = fake_algo
+    assert algos.check(_compose(["algo.name=test_plugins_fake", "algo.rollouts=4"])) is algo
+    with pytest.raises(ConfigError, match="algo=test_plugins_fake with rollout=hf samples each batch"):
+        algos.check(_compose(["algo.name=test_plugins_fake", "algo.rollouts=4", "train.generation_chunk=8"]))
+
+
+def test_feeding_images_is_declared_with_the_algorithm(fake_algo):
+    algo, _ = fake_algo
+    with pytest.raises(ConfigError) as e:
+        algos.check_images(algo.name)
+    assert str(e.value) == ("algo=test_plugins_fake does not feed images to the model; a visual task trains "
+                            "with algo in ['grpo', 'dr_grpo']")
+    algos.check_images("grpo")  # passes
+    algos.check_images("dr_grpo")
+
+
 def test_build_hands_the_one_inputs_value_to_the_builder(fake_algo, tmp_path):
     _, seen = fake_algo
     cfg = _compose(["algo.name=test_plugins_fake"])

@@ -179,7 +179,7 @@ def test_finished_line(smoke_run):
     ck.mkdir(parents=True)
     (ck / "boundlab_complete").write_text("ok\n")
     cfg, run, _ = prepare([f"resume={smoke_run}"])
-    assert finished_line(run, cfg) == (f"[boundlab] {run} already finished training (max_steps=4; its "
+    assert finished_line(run, cfg.train.max_steps) == (f"[boundlab] {run} already finished training (max_steps=4; its "
                                        f"latest checkpoint is step 4): nothing to train")
 
 

@@ -144,7 +144,7 @@ def test_other_trl_configs_take_the_same_fields(config):
     cls = getattr(trl, config)
     names = {f.name for f in dataclasses.fields(cls)}
     for rollout in ("vllm_colocate", "vllm_server"):
-        kw = trl_vllm_args(_compose([f"rollout={rollout}"]))
+        kw = trl_vllm_args(_compose([f"rollout={rollout}"]).rollout)
         assert set(kw) <= names, set(kw) - names
 
 

@@ -24,7 +24,7 @@ def _ids_hash(problems) -> str:
 
 def _task(**kw):
     cfg = dict(name="toy2", split="test", tiers=None, per_tier=None, slice=None, train_mix=None,
-               limit=None, template=None, chat=None, system=None, verifier=None, group_by=None)
+               template=None, chat=None, system=None, verifier=None, group_by=None)
     cfg.update(kw)
     return build_task(SimpleNamespace(**cfg))
 

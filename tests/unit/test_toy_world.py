@@ -197,7 +197,7 @@ def test_strategy_rates():
 def test_task_registration():
     from boundlab.tasks import build_task
 
-    cfg = SimpleNamespace(name="toy_arith", split="test", limit=None, template=None, chat=None,
+    cfg = SimpleNamespace(name="toy_arith", split="test", template=None, chat=None,
                           system=None, verifier=None)
     task = build_task(cfg)
     assert len(task) == 200 and task.verifier == "toy" and task.chat is False
@@ -206,7 +206,8 @@ def test_task_registration():
     assert task.render(p) == f"Q:{p.question};"
     assert set(p.meta) >= {"hard", "ops"}
     assert sum(q.meta["hard"] for q in task.problems) == 67
-    train = build_task(SimpleNamespace(**{**vars(cfg), "split": "train", "limit": 10}))
+    train = build_task(SimpleNamespace(**{**vars(cfg), "split": "train"}))
+    train = train.with_problems(train.problems[:10])  # the first N: probe.limit or train.train_limit
     assert len(train) == 10 and train.problems[0].problem_id == "toy-train-0000"
     assert not {q.question for q in build_task(SimpleNamespace(**{**vars(cfg), "split": "train"}))
                 .problems} & {q.question for q in task.problems}

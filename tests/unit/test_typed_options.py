@@ -135,6 +135,7 @@ def test_every_moved_key_is_refused_naming_its_new_home():
     ("train.py", "sampler.gpu_memory_utilization=0.9",
      "error: config key 'sampler.gpu_memory_utilization' moved to 'sampler.vllm.gpu_memory_utilization': "
      "write sampler.vllm.gpu_memory_utilization=0.9"),
+    ("probe.py", "task.limit=3", "error: config key 'task.limit' moved to 'probe.limit': write probe.limit=3"),
 ])
 def test_old_flat_key_on_the_command_line_is_one_line_exit_2(script, arg, line, tmp_path):
     r = subprocess.run([sys.executable, script, arg, f"hydra.run.dir={tmp_path / 'run'}"], cwd=ROOT,
@@ -182,6 +183,30 @@ def test_lift_moves_flat_keys_into_their_blocks():
     # A config already in blocks comes back as it is.
     new = OmegaConf.structured(TrainMain)
     assert lift_flat_option_keys(new) is new
+
+
+@pytest.mark.parametrize("task_limit,probe_limit,probed", [
+    (None, None, None), (None, 8, 8), (5, None, 5), (5, 8, 5), (8, 5, 5)])
+def test_a_saved_task_limit_joins_probe_limit(task_limit, probe_limit, probed):
+    # task.limit and probe.limit both cut the probed task to its first N problems: a run saved with
+    # either (or both: the smaller was probed) probes the same set after the lift.
+    data = OmegaConf.to_container(OmegaConf.structured(TrainMain), resolve=False)
+    data["task"]["limit"], data["probe"]["limit"] = task_limit, probe_limit
+    lifted = lift_flat_option_keys(OmegaConf.create(data))
+    assert "limit" not in lifted.task and lifted.probe.limit == probed
+    assert OmegaConf.merge(OmegaConf.structured(TrainMain), lifted).probe.limit == probed
+
+
+def test_report_reads_a_run_dir_saved_with_task_limit(tmp_path):
+    from boundlab.report.inputs import read_run
+
+    data = OmegaConf.to_container(OmegaConf.structured(TrainMain), resolve=False)
+    data["task"].update(name="toy2", limit=3)
+    (tmp_path / "r" / ".hydra").mkdir(parents=True)
+    OmegaConf.save(OmegaConf.create(data), tmp_path / "r" / ".hydra" / "config.yaml")
+    (tmp_path / "r" / "probes.jsonl").write_text("")
+    config = read_run(tmp_path / "r").config
+    assert "limit" not in config.task and config.probe.limit == 3
 
 
 def _old_run_dir(tmp_path):

@@ -67,8 +67,6 @@ RANGE_CASES = [
      "probe.limit=-1: must be >= 1 (the first N problems), or null for all; 0 and negative values have no meaning"),
     ("probe", "probe.limit=0",
      "probe.limit=0: must be >= 1 (the first N problems), or null for all; 0 and negative values have no meaning"),
-    ("probe", "task.limit=0",
-     "task.limit=0: must be >= 1 (the first N problems), or null for all; 0 and negative values have no meaning"),
     ("probe", "probe.stop=['']", "probe.stop=['']: an empty stop string would cut every completion to nothing; remove it"),
     ("probe", "task.template=Solve.", "task.template='Solve.': has no {question} field, so every prompt would be "
                                       "the same text; add {question}"),

@@ -4,16 +4,21 @@ own where TRL has the algorithm (`grpo.py`, `distill.py`), our `OnPolicyTrainer`
 (`onpolicy/`).
 
 Built-ins are one explicit list (`_BUILTINS`), one line per algorithm: adding an algorithm is its
-own module, its `conf/algo/NAME.yaml` and one line here. `check(cfg)` runs the chosen algorithm's
-declared checks at start, before any model work.
+own module, its `conf/algo/NAME.yaml` and one line here. `check(cfg)` is the one validator of the
+algorithm choice (boundlab.validate and training/app.py call it, before any model work): the name,
+the chosen algorithm's declared checks and the training options it rules out; `check_images` is
+its part for a task that shows images.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boundlab.algos.spec import Algorithm, BuildContext, BuildInputs
 from boundlab.registry import Registry
+
+if TYPE_CHECKING:
+    from boundlab.config import TrainMain
 
 ALGOS: Registry = Registry("algorithm")
 
@@ -49,8 +54,9 @@ def get(name: str) -> Algorithm:
     return ALGOS.get(name)  # type: ignore[return-value]
 
 
-def check(cfg: Any) -> None:
-    """Fail fast, in one line, on an unknown algorithm or a combination it cannot honour."""
+def check(cfg: TrainMain) -> Algorithm:
+    """Fail fast, in one line, on an unknown algorithm or a combination it cannot honour; return
+    the chosen algorithm."""
     from boundlab.config import ConfigError
 
     try:
@@ -59,13 +65,29 @@ def check(cfg: Any) -> None:
         raise ConfigError(f"algo.name={cfg.algo.name}: {e.args[0]}; choose the algorithm with algo=NAME") \
             from None
     algo.check(cfg)
-    if getattr(getattr(cfg, "train", None), "ref_reset_every", 0):
+    if cfg.train.ref_reset_every:
         from boundlab.algos.resets import check_reset
 
         if algo.family == "distill":
             raise ConfigError(f"train.ref_reset_every: algo={algo.name} distils from a teacher and has no KL "
                               f"reference to reset")
         check_reset(cfg)
+    chunk = cfg.train.generation_chunk
+    if chunk is not None and (algo.family != "onpolicy" or cfg.rollout.name != "hf"):
+        raise ConfigError(f"train.generation_chunk={chunk}: chunks our trainer's generate calls (rollout=hf, e.g. "
+                          f"algo=grpo_onpolicy); algo={cfg.algo.name} with rollout={cfg.rollout.name} samples "
+                          f"each batch in one engine call")
+    return algo
+
+
+def check_images(name: str) -> None:
+    """A task that shows images trains only with an algorithm whose trainer feeds them (`images`)."""
+    from boundlab.config import ConfigError
+
+    if not get(name).images:
+        feeding = [n for n in ALGOS.in_order() if get(n).images]
+        raise ConfigError(f"algo={name} does not feed images to the model; a visual task trains "
+                          f"with algo in {feeding}")
 
 
 def build(inputs: BuildInputs) -> Any:
@@ -73,4 +95,4 @@ def build(inputs: BuildInputs) -> Any:
     return get(inputs.cfg.algo.name).build(inputs)
 
 
-__all__ = ["ALGOS", "Algorithm", "BuildContext", "BuildInputs", "build", "check", "get"]
+__all__ = ["ALGOS", "Algorithm", "BuildContext", "BuildInputs", "build", "check", "check_images", "get"]

@@ -16,15 +16,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boundlab.algos.rollout import check_rollout, trl_vllm_args
 from boundlab.algos.spec import Algorithm, BuildInputs, training_args_common
 from boundlab.config import ConfigError
 from boundlab.rundir.io import dumps as strict_dumps
 
+if TYPE_CHECKING:
+    from boundlab.config import TrainMain
+    from boundlab.tasks.base import Task
 
-def generate_traces(cfg: Any, task: Any, verifier: Any, store: Any, run_dir: Path,
+
+def generate_traces(cfg: TrainMain, task: Task, verifier: Any, store: Any, run_dir: Path,
                     progress: bool = True) -> tuple[list[dict[str, str]], dict[str, Any]]:
     """Sample the teacher, keep verified distinct traces. Returns (rows, stats)."""
     from boundlab.probe.context import ProbeContext
@@ -75,7 +79,7 @@ def generate_traces(cfg: Any, task: Any, verifier: Any, store: Any, run_dir: Pat
     return rows, stats
 
 
-def _check_same_vocab(student_tok: Any, teacher_dir: str, cfg: Any) -> Any:
+def _check_same_vocab(student_tok: Any, teacher_dir: str, cfg: TrainMain) -> Any:
     from boundlab.models import load_tokenizer
 
     teacher_tok = load_tokenizer(cfg.teacher, teacher_dir)
@@ -87,7 +91,7 @@ def _check_same_vocab(student_tok: Any, teacher_dir: str, cfg: Any) -> Any:
     return teacher_tok
 
 
-def check_distill(cfg: Any) -> None:
+def check_distill(cfg: TrainMain) -> None:
     """Distillation has no KL-to-reference term: a `kl.*` setting would be silently ignored."""
     from boundlab.config import KLConfig
 
@@ -131,18 +135,18 @@ def build_onpolicy_distill(x: BuildInputs):
     args = DistillationConfig(**training_args_common(cfg, x.output_dir, x.report_to),
                               max_completion_length=a.max_completion_length,
                               temperature=a.temperature, top_p=1.0, top_k=0, beta=a.distill.beta,
-                              **trl_vllm_args(cfg))
+                              **trl_vllm_args(cfg.rollout))
     return DistillationTrainer(model=x.model, teacher_model=teacher, args=args,
                                train_dataset=x.dataset.remove_columns(["problem_id"]),
                                processing_class=x.tokenizer, callbacks=x.callbacks,
                                peft_config=x.peft_config)
 
 
-def check_sft_rollout(cfg: Any) -> None:
+def check_sft_rollout(cfg: TrainMain) -> None:
     check_rollout(cfg.algo.name, cfg, samples=False)
 
 
-def check_onpolicy_rollout(cfg: Any) -> None:
+def check_onpolicy_rollout(cfg: TrainMain) -> None:
     check_rollout(cfg.algo.name, cfg)
 
 

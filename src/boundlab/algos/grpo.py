@@ -13,23 +13,26 @@ rloo refuses it); `algo.shaping.unlikeliness` appends the unlikeliness reward (`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boundlab.algos.rollout import check_rollout, trl_vllm_args
 from boundlab.algos.shaping import with_unlikeliness
 from boundlab.algos.spec import Algorithm, BuildInputs, training_args_common
 from boundlab.config import ConfigError
 
+if TYPE_CHECKING:
+    from boundlab.config import AlgoConfig, TrainMain
+
 __all__ = ["GRPO", "DR_GRPO", "RLOO", "training_args_common"]
 
 
-def _check_batch(a: Any) -> None:
+def _check_batch(a: AlgoConfig) -> None:
     if a.per_device_train_batch_size % a.rollouts:
         raise ConfigError(f"algo.per_device_train_batch_size ({a.per_device_train_batch_size}) must be "
                          f"a multiple of algo.rollouts ({a.rollouts})")
 
 
-def check_grpo(cfg: Any) -> None:
+def check_grpo(cfg: TrainMain) -> None:
     a, kl = cfg.algo, cfg.kl
     if a.rollouts < 2:
         # TRL would fail only after the models are loaded; with one rollout every group-normalised
@@ -43,7 +46,7 @@ def check_grpo(cfg: Any) -> None:
                           f"kl.where={kl.where} kl.estimator={kl.estimator} is not available")
 
 
-def check_rloo(cfg: Any) -> None:
+def check_rloo(cfg: TrainMain) -> None:
     a, kl = cfg.algo, cfg.kl
     _check_batch(a)
     if a.entropy_coef > 0:
@@ -57,7 +60,7 @@ def check_rloo(cfg: Any) -> None:
                           f"kl.where={kl.where} kl.estimator={kl.estimator} is not available")
 
 
-def _rl_args(cfg: Any) -> dict[str, Any]:
+def _rl_args(cfg: TrainMain) -> dict[str, Any]:
     """Arguments GRPOConfig and RLOOConfig take alike: rollouts, KL, clipping, sampling, and the
     rollout engine (`rollout=`: TRL's use_vllm / vllm_mode / vllm_server_* fields)."""
     a, g, kl = cfg.algo, cfg.algo.grpo, cfg.kl
@@ -71,14 +74,13 @@ def _rl_args(cfg: Any) -> dict[str, Any]:
         temperature=a.temperature,
         top_p=1.0,
         top_k=0,
-        **trl_vllm_args(cfg),
+        **trl_vllm_args(cfg.rollout),
     )
 
 
 def _grpo_family(x: BuildInputs, loss_type: str, scale_rewards: str):
     from trl import GRPOConfig, GRPOTrainer
 
-    check_grpo(x.cfg)
     # TRL's own entropy bonus: loss - entropy_coef * mean token entropy (the static form; its
     # adaptive form, use_adaptive_entropy, is not exposed).
     args = GRPOConfig(**training_args_common(x.cfg, x.output_dir, x.report_to), **_rl_args(x.cfg),
@@ -89,7 +91,7 @@ def _grpo_family(x: BuildInputs, loss_type: str, scale_rewards: str):
 def _shaped_trainer(trainer_cls, x: BuildInputs, args):
     """A TRL trainer on the task's reward functions, with the unlikeliness reward appended and bound
     to it when algo.shaping.unlikeliness is set."""
-    funcs, shaper = with_unlikeliness(x.cfg, x.reward_funcs)
+    funcs, shaper = with_unlikeliness(x.cfg.algo, x.reward_funcs)
     trainer = trainer_cls(model=x.model, reward_funcs=funcs, args=args, train_dataset=x.dataset,
                           processing_class=x.tokenizer, callbacks=x.callbacks, peft_config=x.peft_config)
     if shaper is not None:
@@ -113,11 +115,10 @@ def build_rloo(x: BuildInputs):
     the k1 estimator, so that is the only placement offered."""
     from trl import RLOOConfig, RLOOTrainer
 
-    check_rloo(x.cfg)
     args = RLOOConfig(**training_args_common(x.cfg, x.output_dir, x.report_to), **_rl_args(x.cfg))
     return _shaped_trainer(RLOOTrainer, x, args)
 
 
-GRPO = Algorithm("grpo", "grpo", build_grpo, (check_grpo,))
-DR_GRPO = Algorithm("dr_grpo", "grpo", build_dr_grpo, (check_grpo,))
+GRPO = Algorithm("grpo", "grpo", build_grpo, (check_grpo,), images=True)
+DR_GRPO = Algorithm("dr_grpo", "grpo", build_dr_grpo, (check_grpo,), images=True)
 RLOO = Algorithm("rloo", "grpo", build_rloo, (check_rloo,))

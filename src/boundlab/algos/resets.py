@@ -16,19 +16,22 @@ is the adapter-free base), with DeepSpeed (its optimizer state is partitioned) a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from transformers import TrainerCallback
 
 from boundlab.config import ConfigError
 
+if TYPE_CHECKING:
+    from boundlab.config import TrainMain
+
 REFERENCE_DIR = "reference"
 REFERENCE_FILE = "model.safetensors"
 
 
-def check_reset(cfg: Any) -> None:
+def check_reset(cfg: TrainMain) -> None:
     """The combinations `train.ref_reset_every` cannot honour, each one line."""
-    every = int(getattr(cfg.train, "ref_reset_every", 0) or 0)
+    every = cfg.train.ref_reset_every
     if every == 0:
         return
     if every < 0:

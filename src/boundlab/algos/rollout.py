@@ -18,29 +18,25 @@ log-probs with the training model and uses those (as it does for `hf` rollouts),
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boundlab.config import ConfigError
+
+if TYPE_CHECKING:
+    from boundlab.config import RolloutConfig, TrainMain
 
 VLLM_ROLLOUTS = ("vllm_colocate", "vllm_server")
 ROLLOUTS = ("hf",) + VLLM_ROLLOUTS
 
 
-def rollout_name(cfg: Any) -> str:
-    """The configured rollout engine; configs saved before the group existed sampled with hf."""
-    r = getattr(cfg, "rollout", None) if not hasattr(cfg, "get") else cfg.get("rollout")
-    return "hf" if r is None else str(r.name)
+def uses_vllm(r: RolloutConfig) -> bool:
+    return r.name in VLLM_ROLLOUTS
 
 
-def uses_vllm(cfg: Any) -> bool:
-    return rollout_name(cfg) in VLLM_ROLLOUTS
-
-
-def trl_vllm_args(cfg: Any) -> dict[str, Any]:
-    """The `GRPOConfig` / `RLOOConfig` / `DistillationConfig` fields (TRL 1.16 names) for `cfg.rollout`."""
-    if not uses_vllm(cfg):
+def trl_vllm_args(r: RolloutConfig) -> dict[str, Any]:
+    """The `GRPOConfig` / `RLOOConfig` / `DistillationConfig` fields (TRL 1.16 names) for `rollout`."""
+    if not uses_vllm(r):
         return {"use_vllm": False}
-    r = cfg.rollout
     kw: dict[str, Any] = dict(use_vllm=True, vllm_max_model_length=r.max_model_length)
     if r.name == "vllm_colocate":
         kw.update(vllm_mode="colocate", vllm_gpu_memory_utilization=float(r.gpu_memory_utilization),
@@ -53,11 +49,11 @@ def trl_vllm_args(cfg: Any) -> dict[str, Any]:
     return kw
 
 
-def vllm_generation_args(cfg: Any) -> dict[str, Any]:
+def vllm_generation_args(cfg: TrainMain) -> dict[str, Any]:
     """Keyword arguments of TRL's `VLLMGeneration` (the on-policy trainer's vLLM engine), sampling
     exactly as the trainer's `generate` does: temperature T, no top-k/top-p/min-p truncation and
     no repetition penalty, so the log-probs of logits / T are the behaviour policy's."""
-    kw = trl_vllm_args(cfg)
+    kw = trl_vllm_args(cfg.rollout)
     if not kw.pop("use_vllm"):
         raise ValueError("vllm_generation_args: rollout=hf has no vLLM engine")
     # GRPOConfig field -> VLLMGeneration argument (the same settings under other names).
@@ -73,11 +69,11 @@ def vllm_generation_args(cfg: Any) -> dict[str, Any]:
                 max_completion_length=int(a.max_completion_length), logprobs=None)
 
 
-def check_rollout(name: str, cfg: Any, *, samples: bool = True, greedy_baseline: bool = False) -> None:
+def check_rollout(name: str, cfg: TrainMain, *, samples: bool = True, greedy_baseline: bool = False) -> None:
     """What algorithm `name` cannot do with vLLM rollouts, refused in one line at start."""
-    if not uses_vllm(cfg):
+    if not uses_vllm(cfg.rollout):
         return
-    r = rollout_name(cfg)
+    r = cfg.rollout.name
     if not samples:
         raise ConfigError(f"algo={name} samples no rollouts while it trains (its teacher's traces come "
                           f"from the probe's sampler: sampler=vllm samples them with vLLM), so rollout={r} "

@@ -24,12 +24,15 @@ what TRL fed the model, so the call refuses a prompt that is not a string. Group
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
 import torch
 
 from boundlab.algos import objectives as O
+
+if TYPE_CHECKING:
+    from boundlab.config import AlgoConfig
 
 NAME = "unlikeliness"
 
@@ -111,11 +114,11 @@ class UnlikelinessReward:
         return (shaped - base).tolist()
 
 
-def with_unlikeliness(cfg: Any, reward_funcs: list) -> tuple[list, Optional[UnlikelinessReward]]:
+def with_unlikeliness(algo: AlgoConfig, reward_funcs: list) -> tuple[list, Optional[UnlikelinessReward]]:
     """The reward functions to hand a TRL trainer, and the shaper to `bind` once it is built (None
     when algo.shaping.unlikeliness is 0)."""
-    beta = float(cfg.algo.shaping.unlikeliness)
+    beta = float(algo.shaping.unlikeliness)
     if beta == 0:
         return list(reward_funcs), None
-    shaper = UnlikelinessReward(beta, cfg.algo.rollouts, list(reward_funcs))
+    shaper = UnlikelinessReward(beta, algo.rollouts, list(reward_funcs))
     return shaper.funcs(), shaper

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+if TYPE_CHECKING:
+    from boundlab.config import AlgoConfig, DistillConfig, GRPOFamilyConfig, OnPolicyConfig, TrainMain
 
 # The config blocks under `algo.` (boundlab.config.AlgoConfig); an algorithm reads exactly one.
 FAMILIES = ("grpo", "onpolicy", "distill")
@@ -27,8 +30,8 @@ class BuildContext:
 
 @dataclass(frozen=True)
 class BuildInputs:
-    """Everything a builder gets. `cfg` is the composed train config (TrainMain)."""
-    cfg: Any
+    """Everything a builder gets. `cfg` is the typed train config."""
+    cfg: TrainMain
     model: Any
     tokenizer: Any
     dataset: Any
@@ -40,34 +43,37 @@ class BuildInputs:
     context: Optional[BuildContext] = None
 
 
-Check = Callable[[Any], None]
+Check = Callable[["TrainMain"], None]
 
 
 @dataclass(frozen=True)
 class Algorithm:
-    """One registered algorithm. `checks` run at start (boundlab.algos.check), before any model
-    work; each raises ConfigError with one line for a combination the algorithm cannot honour."""
+    """One registered algorithm. `checks` run at start (boundlab.algos.check, the one validator of
+    the algorithm choice), before any model work; each raises ConfigError with one line for a
+    combination the algorithm cannot honour. Builders do not run them again."""
     name: str
     # Which `algo.<family>` block the builder reads (one of FAMILIES).
     family: str
     build: Callable[[BuildInputs], Any]
     checks: tuple[Check, ...] = field(default_factory=tuple)
+    # Whether its trainer feeds a visual task's images to the model (through the processor).
+    images: bool = False
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise ValueError(f"algorithm {self.name!r}: family {self.family!r} is not one of "
                              f"{', '.join(FAMILIES)}")
 
-    def block(self, cfg: Any) -> Any:
-        """This algorithm's own config block: `cfg.algo.<family>`."""
-        return getattr(cfg.algo, self.family)
+    def block(self, algo: AlgoConfig) -> GRPOFamilyConfig | OnPolicyConfig | DistillConfig:
+        """This algorithm's own config block: `algo.<family>`."""
+        return getattr(algo, self.family)
 
-    def check(self, cfg: Any) -> None:
+    def check(self, cfg: TrainMain) -> None:
         for chk in self.checks:
             chk(cfg)
 
 
-def training_args_common(cfg: Any, output_dir: str, report_to: list[str]) -> dict[str, Any]:
+def training_args_common(cfg: TrainMain, output_dir: str, report_to: list[str]) -> dict[str, Any]:
     """Arguments every TRL/HF training config takes the same way, from the train/backend/algo groups."""
     a, b, t = cfg.algo, cfg.backend, cfg.train
     kw: dict[str, Any] = dict(

@@ -15,13 +15,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from boundlab.config import lift_flat_option_keys, to_dict, with_updates
+from boundlab.config import SamplerConfig, lift_flat_option_keys, to_dict, with_updates
 from boundlab.errors import UserError
 from boundlab.rundir import CHECKPOINTS_DIR, DONE_MARKER, HYDRA_CONFIG, RUN_INFO
 
 
 def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = None,
-          sampler_cfg: Any = None, start_timeout_s: float | None = None) -> list[dict[str, Any]]:
+          sampler_cfg: SamplerConfig | None = None, start_timeout_s: float | None = None) -> list[dict[str, Any]]:
     """Probe RUN_DIR's checkpoints. `sampler_cfg` (the worker's own `sampler` group) replaces the
     training run's: the worker may sample with vLLM on its own GPU while training used HF.
     `start_timeout_s`: how long RUN_DIR may take to become a training run (its .hydra/config.yaml,

@@ -78,13 +78,19 @@ def as_typed(cfg: Any, schema: type[T]) -> T:
     entry point) becomes its dataclass (`OmegaConf.to_object`: every value resolved and typed); an
     untyped node (a run's saved `.hydra/config.yaml`), a mapping or a namespace is merged onto the
     schema's defaults, so a key the schema does not know is refused in one line, as on the command
-    line, and a field it lacks takes the schema's default."""
+    line, and a field it lacks takes the schema's default. A `hydra` node is left out."""
     import dataclasses
 
-    from omegaconf import DictConfig, OmegaConf
+    from omegaconf import DictConfig, OmegaConf, open_dict
 
     if isinstance(cfg, schema):
         return cfg
+    if isinstance(cfg, DictConfig) and "hydra" in cfg:
+        # Hydra's own node (a config composed with return_hydra_config) is no schema field, as in
+        # check_keys; left in, to_object would resolve it too (hydra.job.num outside a sweep).
+        cfg = cfg.copy()
+        with open_dict(cfg):
+            del cfg["hydra"]
     if isinstance(cfg, DictConfig) and OmegaConf.get_type(cfg) is schema:
         return OmegaConf.to_object(cfg)  # type: ignore[return-value]
     known = {f.name for f in dataclasses.fields(schema)}  # type: ignore[arg-type]

@@ -58,8 +58,6 @@ class TaskConfig:
     system: Optional[str] = None
     # Verifier name; null keeps the task's own.
     verifier: Optional[str] = None
-    # Keep only the first N problems.
-    limit: Optional[int] = None
     # Tiered tasks (toy2): probe only these tiers (null = all).
     tiers: Optional[list[str]] = None
     # Tiered tasks (toy2): the first N problems of each tier, in split order (null = all).
@@ -106,7 +104,8 @@ class ProbeSettings:
     # Base-vs-base null: probe the base a second time with sampling seed `seed + null_seed_offset`
     # (not 0), so every checkpoint's change has a chance baseline; null = no null probe.
     null_seed_offset: Optional[int] = None
-    # Probe only the first N problems of the task (null = all).
+    # Probe only the first N problems of the task (null = all). The one such setting: task.limit is
+    # refused naming it; training's own split has train.train_limit.
     limit: Optional[int] = None
     # Bootstrap resamples for the confidence intervals (over problems).
     bootstrap_iters: int = 1000
@@ -288,21 +287,26 @@ class VerifyConfig:
 
 # Keys that were flat before the per-verifier and per-sampler blocks existed, and where each lives
 # now: the command line refuses the old key naming the new one (cli.unknown_key), and a saved run
-# config is lifted (lift_flat_option_keys).
+# config is lifted (lift_flat_option_keys). task.limit and probe.limit were two settings for one
+# thing (the probe's first N problems of the task; training's split has train.train_limit): one is
+# kept, probe.limit.
 MOVED_KEYS: dict[str, str] = {
     **{f"verify.{k}": f"verify.math.{k}" for k in ("deadline_s", "max_answer_chars", "extraction")},
     **{f"verify.{k}": f"verify.code.{k}" for k in ("timeout_s", "memory_mb", "allow_weak_isolation")},
     **{f"sampler.{k}": f"sampler.vllm.{k}" for k in ("gpu_memory_utilization", "tensor_parallel_size")},
     # The confinement opt-out is the sandbox's, not one verifier's (issue 35's `sandbox.allow_weaker`).
     "verify.code.allow_weaker": "sandbox.allow_weaker",
+    "task.limit": "probe.limit",
 }
 
 
 def lift_flat_option_keys(saved: Any) -> Any:
     """A saved config (a DictConfig) with the old keys of MOVED_KEYS moved where they live now (the
     flat `verify.*`/`sampler.*` keys into their blocks, `verify.code.allow_weaker` to
-    `sandbox.allow_weaker`), so a run dir saved before the move resumes (and is watched) with the
-    same settings. A config already in the new shape comes back unchanged."""
+    `sandbox.allow_weaker`, `task.limit` to `probe.limit`), so a run dir saved before the move
+    resumes (and is watched and reported) with the same settings. A config already in the new shape
+    comes back unchanged. A saved task.limit joins probe.limit: a null one changes nothing, and with
+    both set the smaller was the probed set (both cut the first N problems)."""
     from omegaconf import OmegaConf
 
     def parent(tree: Any, dotted: str) -> Any:
@@ -324,10 +328,15 @@ def lift_flat_option_keys(saved: Any) -> Any:
     for old, new in MOVED_KEYS.items():
         if has(data, old):
             value = parent(data, old).pop(old.rsplit(".", 1)[-1])
+            *path, name = new.split(".")
             node = data
-            for part in new.split(".")[:-1]:
+            for part in path:
                 node = node.setdefault(part, {})
-            node[new.rsplit(".", 1)[-1]] = value
+            if old == "task.limit":
+                kept = node.get(name)
+                if value is None or (isinstance(kept, int) and isinstance(value, int) and kept <= value):
+                    continue
+            node[name] = value
     return OmegaConf.create(data)
 
 

@@ -85,8 +85,8 @@ class ProbeContext:
         built it already, else the task group cut to probe.limit), the store at store.path, the
         task's verifier with the `verify` group's options, and samplers by the `model` and `sampler`
         groups. Close it (or use it as a context manager) to finish the logger and close the rest.
-        `cfg` is typed at probe.py; training and the watcher pass their DictConfig (read by
-        attribute only)."""
+        `cfg` is typed at probe.py and train.py; the watcher passes the run's saved DictConfig (read
+        by attribute only)."""
         from boundlab.sampling.checkpoint import sampler_factory
 
         task = task if task is not None else _spec.load_task(cfg)

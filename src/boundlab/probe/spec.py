@@ -60,7 +60,7 @@ def gen_settings(p: ProbeSettings) -> GenSettings:
 
 def load_task(cfg: ProbingMain) -> Task:
     """The probed task: the `task` group cut to `probe.limit` (`cfg` typed, or the DictConfig
-    training and the watcher hold)."""
+    the watcher holds)."""
     task = build_task(cfg.task)
     if cfg.probe.limit:
         task = task.with_problems(task.problems[: cfg.probe.limit])

@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Any
 
 from boundlab.rundir import CHECKPOINT_COMPLETE as MARKER
 from boundlab.rundir import CHECKPOINTS_DIR
@@ -97,9 +96,10 @@ def rotate(output_dir: Path, limit: int | None, probed: set[int], keep: set[Path
     return deleted
 
 
-def finished_line(run_dir: Path, cfg: Any) -> str:
-    """The one line a resumed, already finished run prints before it exits 0."""
+def finished_line(run_dir: Path, max_steps: int) -> str:
+    """The one line a resumed, already finished run prints before it exits 0 (`max_steps` is
+    train.max_steps)."""
     last = latest_complete(run_dir / CHECKPOINTS_DIR)
     at = f"its latest checkpoint is step {step_of(last)}" if last is not None else "no checkpoint"
-    return (f"[boundlab] {run_dir} already finished training (max_steps={cfg.train.max_steps}; "
+    return (f"[boundlab] {run_dir} already finished training (max_steps={max_steps}; "
             f"{at}): nothing to train")

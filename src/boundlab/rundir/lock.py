@@ -133,10 +133,11 @@ def hold(run_dir: str | Path, names: tuple[str, ...], what: str) -> Iterator[Non
             release(run_dir, name)
 
 
-def training_locks(run_dir: str | Path, cfg: Any) -> Any:
-    """What a training process holds: the run dir, and the probing too when it probes inline."""
+def training_locks(run_dir: str | Path, probe_mode: str) -> Any:
+    """What a training process holds: the run dir, and the probing too when it probes inline
+    (`probe_mode` is train.probe_mode)."""
     Path(run_dir).mkdir(parents=True, exist_ok=True)
-    names = (TRAIN_LOCK, PROBE_LOCK) if cfg.train.probe_mode == "inline" else (TRAIN_LOCK,)
+    names = (TRAIN_LOCK, PROBE_LOCK) if probe_mode == "inline" else (TRAIN_LOCK,)
     return hold(run_dir, names, _what())
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from boundlab.config import with_updates
+from boundlab.config import ModelConfig, SamplerConfig, with_updates
 
 
-def sampler_factory(model_cfg: Any, sampler_cfg: Any) -> Callable[[str], tuple[Any, Any]]:
+def sampler_factory(model_cfg: ModelConfig, sampler_cfg: SamplerConfig) -> Callable[[str], tuple[Any, Any]]:
     """model dir -> (sampler, tokenizer). `model_cfg` is the run's base model group."""
     from boundlab.models import load_model, load_tokenizer, resolve_model_path
     from boundlab.sampling import build_sampler, pick_device

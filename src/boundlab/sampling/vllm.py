@@ -27,9 +27,12 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from boundlab.sampling.base import Completion, GenSettings, Sampler, prompt_token_ids
+
+if TYPE_CHECKING:
+    from boundlab.config import ModelConfig
 
 
 def build_requests(tokenizer: Any, requests: Sequence[tuple[str, int]], settings: GenSettings, seed: int,
@@ -72,7 +75,7 @@ class VLLMSampler(Sampler):
     name = "vllm"
     rows_per_call = 8192
 
-    def __init__(self, model_cfg: Any, gpu_memory_utilization: float = 0.85,
+    def __init__(self, model_cfg: ModelConfig, gpu_memory_utilization: float = 0.85,
                  tensor_parallel_size: int = 1, path: str | None = None,
                  owned_dir: Path | None = None, tokenizer: Any = None):
         self.owned_dir = owned_dir  # deleted on close: a merged copy saved for this sampler

@@ -21,7 +21,7 @@ TASKS: Registry[Task] = Registry("task")
 
 
 def build_task(cfg: TaskConfig | DictConfig | SimpleNamespace | Mapping[str, Any]) -> Task:
-    """Build the task named by `cfg.name`, then apply the generic options (limit, template...).
+    """Build the task named by `cfg.name`, then apply the generic options (template, chat...).
 
     `cfg` is the `task` group: a `TaskConfig`, or anything `as_typed` turns into one (a DictConfig,
     a run's saved config, a namespace or mapping with some of its fields); factories get the
@@ -42,8 +42,6 @@ def build_task(cfg: TaskConfig | DictConfig | SimpleNamespace | Mapping[str, Any
         task.verifier = cfg.verifier
     if cfg.group_by:
         task.group_by = str(cfg.group_by)
-    if cfg.limit:
-        task = task.with_problems(task.problems[: int(cfg.limit)])
     if not task.problems:
         from boundlab.tasks.jsonl import DataError
 

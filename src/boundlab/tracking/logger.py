@@ -20,8 +20,11 @@ import os
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
+
+if TYPE_CHECKING:
+    from boundlab.config import LoggerConfig
 
 log = logging.getLogger(__name__)
 
@@ -32,17 +35,6 @@ _MODE_ALIASES = {"dryrun": "offline", "run": "online"}
 
 # --------------------------------------------------------------------------------------------------
 # Config helpers
-
-
-def _get(cfg: Any, name: str, default: Any = None) -> Any:
-    """Read a config field from a dataclass, an OmegaConf node, a namespace or a dict."""
-    if cfg is None:
-        return default
-    if isinstance(cfg, Mapping):
-        value = cfg.get(name, default)
-    else:
-        value = getattr(cfg, name, default)
-    return default if value is None else value
 
 
 def _plain(obj: Any) -> Any:
@@ -367,53 +359,57 @@ def _init_wandb(mode: str, init_kwargs: dict[str, Any], settings_kwargs: dict[st
     return wandb.init(mode=mode, settings=settings, **init_kwargs)
 
 
-def build_logger(cfg: Any, run_dir: str | os.PathLike, run_config: Mapping[str, Any] | None = None) -> RunLogger:
+def build_logger(cfg: LoggerConfig | Mapping[str, Any], run_dir: str | os.PathLike,
+                 run_config: Mapping[str, Any] | None = None) -> RunLogger:
     """Build the run logger named by `cfg.name` ("wandb" or "none").
 
-    Fields read from `cfg` (all optional): name, project="boundlab", entity, group, job_type,
-    run_name, tags, notes, mode (None = auto, see the module docstring), run_id (resume that run),
-    resume (default "allow" when run_id is set), dir (default: run_dir), console ("off"),
-    system_stats (True), init_timeout (W&B's default, 90 s), rank_zero_only (True: processes with RANK != 0 get a NoneLogger).
+    `cfg` is the `logger` group (a mapping or namespace with some of its fields takes the schema's
+    defaults for the rest). mode None = auto (see the module docstring); run_id resumes that run,
+    with resume "allow" unless set; dir None = run_dir; rank_zero_only: processes with RANK != 0 get
+    a NoneLogger.
     """
+    from boundlab.config import LoggerConfig, as_typed
+
+    cfg = as_typed(cfg, LoggerConfig)
     run_dir = Path(run_dir)
-    name = str(_get(cfg, "name", "wandb")).lower()
+    name = str(cfg.name).lower()
     if name in ("none", "null", "off", "disabled"):
         return NoneLogger(run_dir, mode="none")
     if name != "wandb":
         raise ValueError(f"logger.name={name!r}: expected 'wandb' or 'none'")
-    if _get(cfg, "rank_zero_only", True) and not _is_rank_zero():
+    if cfg.rank_zero_only and not _is_rank_zero():
         return NoneLogger(run_dir, mode="disabled")
 
-    mode = resolve_mode(_get(cfg, "mode"))
+    mode = resolve_mode(cfg.mode)
     if mode == "disabled":
         return NoneLogger(run_dir, mode="disabled")
 
-    wandb_dir = Path(_get(cfg, "dir", run_dir))
+    wandb_dir = Path(cfg.dir if cfg.dir is not None else run_dir)
     wandb_dir.mkdir(parents=True, exist_ok=True)
-    run_id = _get(cfg, "run_id")
-    tags = _plain(_get(cfg, "tags", []))
+    run_id = cfg.run_id
+    tags = _plain(cfg.tags)
     init_kwargs: dict[str, Any] = dict(
-        project=_get(cfg, "project", "boundlab"),
-        entity=_get(cfg, "entity"),
-        group=_get(cfg, "group"),
-        job_type=_get(cfg, "job_type"),
-        name=_get(cfg, "run_name"),
-        notes=_get(cfg, "notes"),
+        project=cfg.project,
+        entity=cfg.entity,
+        group=cfg.group,
+        job_type=cfg.job_type,
+        name=cfg.run_name,
+        notes=cfg.notes,
         tags=list(tags) if tags else None,
         config=dict(_plain(run_config) or {}),
         dir=str(wandb_dir),
         id=run_id,
-        resume=_get(cfg, "resume", "allow" if run_id else None),
+        resume=cfg.resume if cfg.resume is not None else ("allow" if run_id else None),
     )
     settings_kwargs: dict[str, Any] = dict(
         # Our own stdout goes to Hydra's log; W&B's console capture (wrapping sys.stdout) adds
         # nothing there and interferes with subprocess-heavy code (samplers, sandboxes).
-        console=str(_get(cfg, "console", "off")),
+        console=str(cfg.console),
         silent=True,  # we log one line of our own instead of W&B's banner
-        x_disable_stats=not bool(_get(cfg, "system_stats", True)),
+        x_disable_stats=not cfg.system_stats,
     )
-    if _get(cfg, "init_timeout") is not None:  # seconds W&B waits for its backend (default 90)
-        settings_kwargs["init_timeout"] = float(_get(cfg, "init_timeout"))
+    if cfg.init_timeout is not None:  # seconds W&B waits for its backend (default 90)
+        settings_kwargs["init_timeout"] = float(cfg.init_timeout)
 
     try:
         run = _init_wandb(mode, init_kwargs, settings_kwargs)

@@ -9,11 +9,16 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from boundlab.config import to_dict
+from boundlab.config import PeftConfig, TrainMain, as_typed, to_dict
 from boundlab.config import with_updates as _with
 from boundlab.rundir import CHECKPOINTS_DIR, DONE_MARKER, RUN_INFO
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+    from boundlab.tasks.base import Task
 
 
 def _load_run_info(run_dir: Path) -> dict[str, Any]:
@@ -22,29 +27,37 @@ def _load_run_info(run_dir: Path) -> dict[str, Any]:
     return read_json(run_dir / RUN_INFO, {}, "the W&B run id this run logs into")
 
 
-def run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
+def run(cfg: TrainMain | DictConfig, run_dir: str | Path, config_text: str | None = None) -> dict[str, Any]:
+    """Train. train.py and a resume hand `cfg` typed (TrainMain); a DictConfig from a direct caller
+    is typed here, once. Everything below gets TrainMain or one of its groups. `config_text`: the
+    composed config's unresolved YAML, digested into a fresh run's SLURM job record (a direct
+    caller's DictConfig gives its own; none, no record: a requeue is then refused as any reuse)."""
     from boundlab.rundir import lock
     from boundlab.rundir.checkpoints import finished_line
+
+    from omegaconf import DictConfig as _DictConfig, OmegaConf
+
+    if config_text is None and isinstance(cfg, _DictConfig):
+        config_text = OmegaConf.to_yaml(cfg, resolve=False)
+    cfg = as_typed(cfg, TrainMain)
 
     if cfg.resume is None and lock.main_rank():
         from boundlab.rundir.owner import check_fresh_run_dir
 
         check_fresh_run_dir(run_dir)  # another run's dir, named where argv does not show it
-    with lock.training_locks(run_dir, cfg):  # one trainer per run dir; see rundir/lock.py
-        if cfg.resume is None and lock.main_rank():
-            from omegaconf import OmegaConf
-
+    with lock.training_locks(run_dir, cfg.train.probe_mode):  # one trainer per run dir; see rundir/lock.py
+        if cfg.resume is None and config_text is not None and lock.main_rank():
             from boundlab.rundir.slurm import record_job
 
             # Under SLURM, before any model work: a requeue of this job resumes this dir.
-            record_job(run_dir, OmegaConf.to_yaml(cfg, resolve=False))
+            record_job(run_dir, config_text)
         if cfg.resume is not None and (Path(run_dir) / DONE_MARKER).exists():
-            print(finished_line(Path(run_dir), cfg), flush=True)  # a finished run trains nothing
+            print(finished_line(Path(run_dir), cfg.train.max_steps), flush=True)  # a finished run trains nothing
             return {"run_dir": str(run_dir), "rows": [], "finished": True}
         return _run(cfg, run_dir)
 
 
-def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
+def _run(cfg: TrainMain, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.algos import BuildContext, BuildInputs, build as build_trainer
     from boundlab.models import load_model, load_tokenizer, resolve_model_path
     from boundlab.boundary.callback import ProbeCallback
@@ -61,8 +74,8 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     from boundlab.algos import check as check_algo
     from boundlab.errors import no_space_left
 
-    check_algo(cfg)  # an impossible combination fails here, before any model work
-    check_extras(cfg)
+    # Again here for a caller that did not validate: an impossible combination fails before any model work.
+    check_extras(cfg, check_algo(cfg).family)
     from boundlab.training.console import quiet_libraries
 
     quiet_libraries()
@@ -84,7 +97,9 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
 
     probe_task = load_task(cfg)
     probe_task.groups()  # a group_by some problem lacks fails here, before any model work
-    train_task = build_task(_with(cfg.task, split=cfg.train.train_split, limit=cfg.train.train_limit))
+    train_task = build_task(_with(cfg.task, split=cfg.train.train_split))
+    if cfg.train.train_limit:
+        train_task = train_task.with_problems(train_task.problems[: cfg.train.train_limit])
     _check_vision(cfg, train_task)
     from boundlab.training.context_fit import check_context
 
@@ -99,9 +114,8 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
     store, verifier = ctx.store, ctx.verifier
     trainer = None
     try:
-        reward_cfg = cfg.get("reward") if hasattr(cfg, "get") else getattr(cfg, "reward", None)
-        strict_reward = bool(reward_cfg and reward_cfg.strict)
-        shuffle_seed = cfg.train.seed if reward_cfg and reward_cfg.shuffle_within_group else None
+        strict_reward = cfg.reward.strict
+        shuffle_seed = cfg.train.seed if cfg.reward.shuffle_within_group else None
         if strict_reward:
             check_strict(train_task, verifier)
         info = _load_run_info(run_dir)
@@ -155,7 +169,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         model = load_model(cfg.model, "cpu" if cfg.backend.use_cpu else "cuda",
                            str(init_dir) if init_dir is not None else base_dir)
         dataset = _dataset(train_task, tok, processing if cfg.model.vision else None)
-        peft_config = _peft(cfg)
+        peft_config = _peft(cfg.peft)
         report_to = ["wandb"] if logger.mode != "disabled" and logger.run_id else []
         bonus = _outcome_bonus(cfg)
         reward = make_reward_fn(train_task, verifier, cfg.algo.max_completion_length, tok.eos_token_id,
@@ -165,7 +179,7 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         callbacks: list = [ProbeCallback(tracker, cfg.train.probe_mode, cfg.train.save_total_limit,
                                          cfg.train.stop_on_shrink)]
         gate = None
-        if getattr(getattr(cfg, "data", None), "gate", "none") != "none":
+        if cfg.data.gate != "none":
             from boundlab.training.gate import Gate
 
             score = make_reward_fn(train_task, verifier, cfg.algo.max_completion_length, tok.eos_token_id,
@@ -221,29 +235,22 @@ def _run(cfg: Any, run_dir: str | Path) -> dict[str, Any]:
         _destroy_process_group()
 
 
-def check_extras(cfg: Any) -> None:
-    """reward.outcome_bonus, data.gate and train.generation_chunk: what they refuse, one line each."""
-    from boundlab.algos import get
-    from boundlab.config import ConfigError
+def check_extras(cfg: TrainMain, family: str) -> None:
+    """reward.outcome_bonus and data.gate: what they refuse, one line each (`family` is the chosen
+    algorithm's, from boundlab.algos.check, which validates the algorithm choice itself)."""
     from boundlab.training.gate import check_gate
     from boundlab.training.outcome import check_outcome
 
-    family = get(cfg.algo.name).family
     check_outcome(cfg, family)
     check_gate(cfg)
-    chunk = getattr(getattr(cfg, "train", None), "generation_chunk", None)
-    if chunk is not None and (family != "onpolicy" or cfg.rollout.name != "hf"):
-        raise ConfigError(f"train.generation_chunk={chunk}: chunks our trainer's generate calls (rollout=hf, e.g. "
-                          f"algo=grpo_onpolicy); algo={cfg.algo.name} with rollout={cfg.rollout.name} samples "
-                          f"each batch in one engine call")
 
 
-def _outcome_bonus(cfg: Any):
+def _outcome_bonus(cfg: TrainMain):
     from boundlab.training.outcome import OutcomeBonus, enabled
 
-    if not enabled(cfg):
-        return None
     ob = cfg.reward.outcome_bonus
+    if not enabled(ob):
+        return None
     return OutcomeBonus(ob.ucb_coef, ob.repeat_penalty)
 
 
@@ -259,19 +266,16 @@ def _relog(plan: Any, tracker: Any, logger: Any, resume_from: Path | None) -> No
     relog_lost_train_metrics(logger, resume_from, plan.train_missing)
 
 
-# Trainers that feed a problem's images through the processor (TRL's GRPOTrainer family).
-VISION_ALGOS = ("grpo", "dr_grpo")
-
-
-def _check_vision(cfg: Any, task: Any) -> None:
+def _check_vision(cfg: TrainMain, task: Task) -> None:
     from boundlab.config import ConfigError
 
     if task.has_images() and not cfg.model.vision:
         raise ConfigError(f"task {task.name!r} shows images, but model {cfg.model.name!r} is a text "
                           f"model: use a vision-language model (model.vision=true, e.g. model=toy_vlm)")
-    if task.has_images() and cfg.algo.name not in VISION_ALGOS:
-        raise ConfigError(f"algo={cfg.algo.name} does not feed images to the model; a visual task trains "
-                          f"with algo in {list(VISION_ALGOS)}")
+    if task.has_images():
+        from boundlab.algos import check_images
+
+        check_images(cfg.algo.name)  # declared with each algorithm (Algorithm.images)
     if cfg.model.vision and not task.has_images():
         raise ConfigError(f"model {cfg.model.name!r} is a vision-language model but task {task.name!r} "
                           f"has no images (use a visual task, e.g. task=toy_vision)")
@@ -313,13 +317,13 @@ def visual_row(task: Any, problem: Any, processor: Any) -> dict[str, Any]:
     return {"prompt": prompt, "images": images, "problem_id": problem.problem_id}
 
 
-def _peft(cfg: Any):
-    if not cfg.peft.enabled:
+def _peft(p: PeftConfig):
+    if not p.enabled:
         return None
     from peft import LoraConfig
 
-    return LoraConfig(r=cfg.peft.r, lora_alpha=cfg.peft.alpha, lora_dropout=cfg.peft.dropout,
-                      target_modules=cfg.peft.target_modules, task_type="CAUSAL_LM")
+    return LoraConfig(r=p.r, lora_alpha=p.alpha, lora_dropout=p.dropout,
+                      target_modules=p.target_modules, task_type="CAUSAL_LM")
 
 
 def _destroy_process_group() -> None:

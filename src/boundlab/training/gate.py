@@ -34,22 +34,23 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import torch
 from transformers import TrainerCallback
 
 from boundlab.config import ConfigError
 
+if TYPE_CHECKING:
+    from boundlab.config import TrainMain
+
 GATES = ("none", "zero_success", "low_likelihood")
 GATE_FILE = "data_gate.json"      # in each checkpoint
 GATE_LOG = "data_gate.jsonl"      # in the run dir, one line per decision
 
 
-def check_gate(cfg: Any) -> None:
-    d = cfg.get("data") if hasattr(cfg, "get") else getattr(cfg, "data", None)
-    if d is None:
-        return
+def check_gate(cfg: TrainMain) -> None:
+    d = cfg.data
     if d.gate not in GATES:
         raise ConfigError(f"data.gate={d.gate}: must be one of {', '.join(GATES)}")
     if d.gate == "none":
@@ -90,7 +91,7 @@ def remap_ids(ids: list[str], order: list[str], active: Optional[list[str]]) -> 
 class Gate(TrainerCallback):
     """The gate's state, its probe and its callback; `bind(trainer)` once the trainer is built."""
 
-    def __init__(self, cfg: Any, rows: list[dict[str, Any]], score: Callable[..., list[float]],
+    def __init__(self, cfg: TrainMain, rows: list[dict[str, Any]], score: Callable[..., list[float]],
                  run_dir: Path, logger: Any = None, resume_from: Optional[Path] = None):
         d = cfg.data
         self.gate, self.samples, self.fraction = d.gate, int(d.gate_samples), float(d.gate_fraction)

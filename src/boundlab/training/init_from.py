@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from boundlab.config import ConfigError
+from boundlab.config import ConfigError, TrainMain
 from boundlab.rundir import CHECKPOINTS_DIR
 
 
@@ -60,7 +60,7 @@ def _config(folder: Path) -> Optional[dict]:
         raise ConfigError(f"{f}: not a readable JSON config ({e})") from None
 
 
-def check_required(cfg) -> None:
+def check_required(cfg: TrainMain) -> None:
     """`experiment=sft_then_rl` is RL from an SFT checkpoint: without train.init_from it would be RL
     alone under the wrong name, so it is refused in one line."""
     try:

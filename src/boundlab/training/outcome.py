@@ -32,11 +32,14 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from transformers import TrainerCallback
 
 from boundlab.config import ConfigError
+
+if TYPE_CHECKING:
+    from boundlab.config import OutcomeBonusConfig, TrainMain
 
 COUNTS_FILE = "outcome_counts.json"
 NAME = "outcome_bonus"
@@ -83,25 +86,18 @@ def answer_key(extracted: Optional[str]) -> Optional[str]:
     return key or None
 
 
-def enabled(cfg: Any) -> bool:
-    ob = _block(cfg)
-    return ob is not None and (ob.ucb_coef != 0 or ob.repeat_penalty != 0)
+def enabled(ob: OutcomeBonusConfig) -> bool:
+    """Whether `reward.outcome_bonus` adds anything (both coefficients 0 = off)."""
+    return ob.ucb_coef != 0 or ob.repeat_penalty != 0
 
 
-def _block(cfg: Any) -> Any:
-    reward = cfg.get("reward") if hasattr(cfg, "get") else getattr(cfg, "reward", None)
-    return getattr(reward, "outcome_bonus", None) if reward is not None else None
-
-
-def check_outcome(cfg: Any, family: str) -> None:
+def check_outcome(cfg: TrainMain, family: str) -> None:
     """The settings and combinations reward.outcome_bonus cannot honour, each one line."""
-    ob = _block(cfg)
-    if ob is None:
-        return
+    ob = cfg.reward.outcome_bonus
     if ob.ucb_coef < 0 or ob.repeat_penalty < 0:
         raise ConfigError(f"reward.outcome_bonus: ucb_coef ({ob.ucb_coef}) and repeat_penalty "
                           f"({ob.repeat_penalty}) must be >= 0 (0 = off)")
-    if not enabled(cfg):
+    if not enabled(ob):
         return
     if family == "distill":
         raise ConfigError(f"reward.outcome_bonus: algo={cfg.algo.name} distils from a teacher and has no reward "

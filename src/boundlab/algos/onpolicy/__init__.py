@@ -55,7 +55,7 @@ Departures from the papers, and why:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from torch import nn
 from transformers import TrainingArguments
@@ -68,6 +68,9 @@ from boundlab.algos.onpolicy.trainer import OnPolicyTrainer
 from boundlab.algos.spec import Algorithm, BuildInputs, training_args_common
 from boundlab.config import ConfigError
 
+if TYPE_CHECKING:
+    from boundlab.config import TrainMain
+
 __all__ = ["ADV_ESTIMATORS", "CRITIC_DIR", "RECIPES", "OnPolicySettings", "OnPolicyTrainer",
            "PolicyWithCritic", "Recipe", "Rollouts", "RoundSampler", "build_critic", "build_onpolicy",
            "load_critic", "load_reference", "settings_from_cfg", "PPO", "REINFORCE_PP",
@@ -75,7 +78,7 @@ __all__ = ["ADV_ESTIMATORS", "CRITIC_DIR", "RECIPES", "OnPolicySettings", "OnPol
            "WEIGHTED_REINFORCE", "NSR", "PKPO"]
 
 
-def load_reference(cfg: Any) -> nn.Module:
+def load_reference(cfg: TrainMain) -> nn.Module:
     """The frozen KL reference: `kl.reference`, else the base model (`model.path`)."""
     from boundlab.models import load_model, resolve_model_path
 
@@ -111,7 +114,7 @@ def _algorithm(name: str) -> Algorithm:
     def build(x: BuildInputs) -> OnPolicyTrainer:
         return build_onpolicy(name, x)
 
-    def check(cfg: Any) -> None:
+    def check(cfg: TrainMain) -> None:
         settings_from_cfg(name, cfg)
 
     build.__name__ = f"build_{name}"

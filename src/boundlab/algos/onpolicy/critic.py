@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import copy
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from torch import nn
+
+if TYPE_CHECKING:
+    from boundlab.config import TrainMain
 
 CRITIC_DIR = "critic"
 
@@ -91,7 +94,7 @@ def load_critic(critic: nn.Module, folder: str) -> None:
 
 # ---- builders ----
 
-def build_critic(cfg: Any, policy: nn.Module) -> nn.Module:
+def build_critic(cfg: TrainMain, policy: nn.Module) -> nn.Module:
     """A value model: `algo.onpolicy.critic.model` if set, else a copy of the policy's backbone with a
     zero-initialised scalar head (a token-classification model with one label)."""
     from transformers import AutoModelForTokenClassification

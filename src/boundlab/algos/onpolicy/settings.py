@@ -5,11 +5,14 @@ also the algorithms' start-up check: every combination the trainer cannot honour
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from boundlab.algos import objectives as O
 from boundlab.algos.rollout import check_rollout, uses_vllm, vllm_generation_args
 from boundlab.config import ConfigError
+
+if TYPE_CHECKING:
+    from boundlab.config import TrainMain
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,7 @@ class OnPolicySettings:
 _LOSS_AGG = {"dapo": "token", "bnpo": "token", "grpo": "seq"}
 
 
-def settings_from_cfg(name: str, cfg: Any) -> OnPolicySettings:
+def settings_from_cfg(name: str, cfg: TrainMain) -> OnPolicySettings:
     """The trainer's settings for algo `name`; a combination it cannot honour raises ConfigError
     (a ValueError)."""
     recipe = RECIPES[name]
@@ -209,14 +212,12 @@ def settings_from_cfg(name: str, cfg: Any) -> OnPolicySettings:
         passk_k=int(o.passk_k),
         passk_k_final=None if o.passk_k_final is None else int(o.passk_k_final), positive_weight=float(o.positive_weight),
         entropy_coef=float(a.entropy_coef), unlikeliness=beta,
-        vllm=vllm_generation_args(cfg) if uses_vllm(cfg) else None,
-        generation_chunk=_generation_chunk(cfg),
+        vllm=vllm_generation_args(cfg) if uses_vllm(cfg.rollout) else None,
+        generation_chunk=_generation_chunk(cfg.train.generation_chunk),
     )
 
 
-def _generation_chunk(cfg: Any) -> Optional[int]:
-    train = cfg.get("train") if hasattr(cfg, "get") else getattr(cfg, "train", None)
-    chunk = getattr(train, "generation_chunk", None) if train is not None else None
+def _generation_chunk(chunk: Optional[int]) -> Optional[int]:
     if chunk is not None and int(chunk) < 1:
         raise ConfigError(f"train.generation_chunk={chunk}: must be >= 1 (completions per generate call), "
                           f"or null for no chunking")

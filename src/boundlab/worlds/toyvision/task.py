@@ -12,8 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
-
+from boundlab.config import TaskConfig
 from boundlab.tasks import TASKS
 from boundlab.tasks.base import Problem, Task
 from boundlab.worlds.toyvision import render
@@ -39,10 +38,10 @@ def visual(problems: list[Problem], folder: Path, distractors: int = 0) -> list[
 
 
 @TASKS.register("toy_vision")
-def build_toy_vision(cfg: Any) -> Task:
+def build_toy_vision(cfg: TaskConfig) -> Task:
     base = tw2.build_toy2(cfg)
-    folder = Path(os.path.expanduser(getattr(cfg, "render_dir", None) or default_render_dir()))
-    distractors = int(getattr(cfg, "distractors", 0) or 0)
+    folder = Path(os.path.expanduser(cfg.render_dir or default_render_dir()))
+    distractors = int(cfg.distractors)
     if distractors < 0:
         raise ValueError(f"task.distractors must be >= 0, got {distractors}")
     return Task("toy_vision", visual(base.problems, folder, distractors), template=TEMPLATE,

@@ -84,7 +84,9 @@ def measure(model_dir: Path, n: int = 64, split: str = "test", limit: int | None
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
-    task = build_task(SimpleNamespace(name="toy_arith", split=split, limit=limit))
+    task = build_task(SimpleNamespace(name="toy_arith", split=split))
+    if limit:
+        task = task.with_problems(task.problems[:limit])
     prompts = [task.render(p) for p in task.problems]
     t0 = time.time()
     completions = sample(model, tokenizer, prompts, n, rows_per_batch=rows_per_batch, seed=seed)

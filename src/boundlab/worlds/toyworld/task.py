@@ -8,8 +8,7 @@ answer a left-to-right evaluator would give) for breakdowns.
 
 from __future__ import annotations
 
-from typing import Any
-
+from boundlab.config import TaskConfig
 from boundlab.tasks import TASKS
 from boundlab.tasks.base import Problem, Task
 from boundlab.worlds.toyworld.world import PROMPT_TEMPLATE, splits
@@ -26,11 +25,6 @@ def toy_problems(split: str = "test") -> list[Problem]:
 
 
 @TASKS.register("toy_arith")
-def build_toy_arith(cfg: Any) -> Task:
-    split = getattr(cfg, "split", None) or "test"
-    # `limit` is applied by `build_task`; honour it here too for direct callers.
-    problems = toy_problems(split)
-    limit = getattr(cfg, "limit", None)
-    if limit:
-        problems = problems[: int(limit)]
-    return Task("toy_arith", problems, template=PROMPT_TEMPLATE, verifier="toy", chat=False)
+def build_toy_arith(cfg: TaskConfig) -> Task:
+    return Task("toy_arith", toy_problems(cfg.split or "test"), template=PROMPT_TEMPLATE, verifier="toy",
+                chat=False)

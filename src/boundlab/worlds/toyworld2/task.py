@@ -17,8 +17,7 @@ slice's problems from every mix (the default mix's problems are unchanged).
 from __future__ import annotations
 
 import logging
-from typing import Any
-
+from boundlab.config import TaskConfig
 from boundlab.tasks import TASKS
 from boundlab.tasks.base import Problem, Task
 from boundlab.worlds.toyworld2.world import PROMPT_TEMPLATE, TIERS, interleave, splits
@@ -94,10 +93,10 @@ def heldout_problems(tiers: list[str] | None = None) -> list[Problem]:
 
 
 @TASKS.register("toy2")
-def build_toy2(cfg: Any) -> Task:
-    split = getattr(cfg, "split", None) or "test"
+def build_toy2(cfg: TaskConfig) -> Task:
+    split = cfg.split or "test"
     if split == "train":
-        mix = getattr(cfg, "train_mix", None)
+        mix = cfg.train_mix
         if isinstance(mix, str) and mix in TIERS:  # `task.train_mix=H1`: that tier alone
             mix = {mix: 1.0}
         if mix is not None and not hasattr(mix, "items"):
@@ -109,9 +108,8 @@ def build_toy2(cfg: Any) -> Task:
         log.info("toy2 train split: %d problems, mix %s", len(problems),
                  {t: round(float(w), 4) for t, w in mix.items()})
     else:
-        tiers = getattr(cfg, "tiers", None)
-        per_tier = getattr(cfg, "per_tier", None)
-        name = getattr(cfg, "slice", None) or "default"
+        tiers, per_tier = cfg.tiers, cfg.per_tier
+        name = cfg.slice or "default"
         if name not in SLICES:
             raise ValueError(f"task.slice={name}: toy2's slices are {', '.join(SLICES)}")
         if name == "heldout":
