@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from smoke_kit import build_smoke_run  # tests/integration, shared
+from smoke_kit import build_sft_run, build_smoke_run  # tests/integration, shared
 
 HERE = Path(__file__).resolve().parent
 
@@ -42,3 +42,9 @@ def smoke_run(tmp_path_factory, built_once):
     store works on a copy (smoke_kit.copy_smoke_run)."""
     return built_once("smoke_run", lambda: build_smoke_run(tmp_path_factory.mktemp("smoke_run")))
 
+
+@pytest.fixture
+def sft_run(tmp_path_factory, built_once):
+    """The session's one finished `algo=sft_distill` smoke run (smoke_kit.build_sft_run): (run dir,
+    the train.py process). Read it in place."""
+    return built_once("sft_run", lambda: build_sft_run(tmp_path_factory.mktemp("sft_run")))

@@ -44,6 +44,16 @@ def build_smoke_run(work: Path):
     return run_dir, work / "store.sqlite", proc
 
 
+def build_sft_run(work: Path):
+    """One finished `algo=sft_distill` smoke run (the same settings as build_smoke_run): the
+    teacher's verified traces, SFT on them, steps 2 and 4 saved and probed. Returns (run dir, the
+    finished train.py process)."""
+    run_dir = work / "sft"
+    proc = train(work, "algo=sft_distill", f"hydra.run.dir={run_dir}")
+    assert (run_dir / "training_done").is_file()
+    return run_dir, proc
+
+
 def copy_smoke_run(smoke, dest: Path) -> Path:
     """A copy of the shared smoke run at dest/run and of its store at dest/store.sqlite (where
     `train_env(dest)` points); returns the copy's run dir."""
