@@ -25,10 +25,15 @@ def train(tmp_path, *overrides):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("algo", ["sft_distill", "onpolicy_distill"])
-def test_distill_trains_and_is_probed(tmp_path, algo):
-    run_dir = tmp_path / "run"
-    proc = train(tmp_path, f"algo={algo}", "debug=smoke", "logger=none", "backend.torch_threads=1",
-                 f"hydra.run.dir={run_dir}")
+def test_distill_trains_and_is_probed(tmp_path, algo, request):
+    if algo == "sft_distill":
+        # The session's `algo=sft_distill debug=smoke` run (tests/integration/conftest.py; trained on
+        # H1 and B3, W&B offline), which test_sft_then_rl starts its RL from: read only.
+        run_dir, proc = request.getfixturevalue("sft_run")
+    else:
+        run_dir = tmp_path / "run"
+        proc = train(tmp_path, f"algo={algo}", "debug=smoke", "logger=none", "backend.torch_threads=1",
+                     f"hydra.run.dir={run_dir}")
     assert proc.returncode == 0, proc.stderr[-3000:]
     base = load_file(base_model_dir() / "model.safetensors")
     final = load_file(run_dir / "checkpoints" / "checkpoint-4" / "model.safetensors")

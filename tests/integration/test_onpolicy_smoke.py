@@ -1,7 +1,11 @@
 """The on-policy trainers (PPO, REINFORCE++, REINFORCE++-baseline, ReMax, DAPO, and the remedies Pass@k
 Training, Weighted-REINFORCE, NSR and PKPO) end to end on the toy world: train.py exits 0, the policy's parameters change (and PPO's critic's), every checkpoint is
 probed through the callback, and the training metrics reach W&B. Plus PPO's critic surviving a
-resume, and the build-time refusals of combinations the trainer cannot honour."""
+resume, and the build-time refusals of combinations the trainer cannot honour.
+
+The nine smoke runs are one `train.py -m algo=...` sweep on Hydra's basic launcher: its jobs run one
+after another in one process (a user's local sweep), so train.py's start-up is paid once, not nine
+times; each algorithm's test reads its own job's dir and recorded outcome."""
 
 import os
 import subprocess
@@ -28,33 +32,53 @@ def env_for(tmp_path):
                 HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", WANDB_SILENT="true")
 
 
-def train(tmp_path, *overrides):
-    proc = subprocess.run([sys.executable, str(ROOT / "train.py"), *overrides], cwd=tmp_path,
-                          env=env_for(tmp_path), capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        raise AssertionError(f"train.py failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
-                             f"{proc.stderr[-5000:]}")
-    return proc
-
-
 def changed_keys(before: dict, after: dict) -> list[str]:
     return [k for k in before if k in after and not torch.equal(before[k], after[k])]
 
 
+@pytest.fixture
+def smoke_sweep(tmp_path_factory, built_once):
+    """Every algorithm of ALGOS trained by one `train.py -m` sweep under debug=smoke, once per
+    session: (sweep dir, the finished process)."""
+
+    def build():
+        work = tmp_path_factory.mktemp("onpolicy_sweep")
+        # H1 and B3 only: the base gets them right sometimes, so every algorithm sees a reward spread
+        # (the default mix's first problems are mostly E, always right, or X, never).
+        # debug=smoke samples 4 rollouts per prompt and sets pass@k Training's k to 2 (k < 4 to see a
+        # spread; checked below in the saved configs of passk_grpo and pkpo).
+        proc = subprocess.run([sys.executable, str(ROOT / "train.py"), "-m", f"algo={','.join(ALGOS)}",
+                               "debug=smoke", "backend.torch_threads=1", "task.train_mix={H1:0.5,B3:0.5}",
+                               f"hydra.sweep.dir={work / 'sweep'}"], cwd=work, env=env_for(work),
+                              capture_output=True, text=True, timeout=600 * len(ALGOS))
+        return work / "sweep", proc
+
+    return built_once("onpolicy_smoke_sweep", build)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("algo", ALGOS)
-def test_smoke_trains_and_probes(tmp_path, algo):
+def test_smoke_trains_and_probes(smoke_sweep, algo):
     import json
 
+    from omegaconf import OmegaConf
+
+    from boundlab.sweep import sweep_jobs
     from boundlab.tracking.reader import read_offline_run
 
-    run_dir = tmp_path / "run"
-    # H1 and B3 only: the base gets them right sometimes, so every algorithm sees a reward spread
-    # (the default mix's first problems are mostly E, always right, or X, never).
-    # debug=smoke samples 4 rollouts per prompt: pass@k Training needs k < 4 to see a spread.
-    extra = ["algo.onpolicy.passk_k=2"] if algo in ("passk_grpo", "pkpo") else []
-    train(tmp_path, f"algo={algo}", "debug=smoke", "backend.torch_threads=1",
-          "task.train_mix={H1:0.5,B3:0.5}", f"hydra.run.dir={run_dir}", *extra)
+    sweep_dir, proc = smoke_sweep
+    jobs = sweep_jobs(sweep_dir)
+    assert jobs is not None, f"train.py -m failed ({proc.returncode}):\n{proc.stderr[-5000:]}"
+    if all(j.status == "done" for j in jobs):  # a failed job's own test names it (below)
+        assert proc.returncode == 0, f"train.py -m failed ({proc.returncode}):\n{proc.stderr[-5000:]}"
+    job = jobs[ALGOS.index(algo)]
+    assert job.overrides[0] == f"algo={algo}"
+    assert job.status == "done", f"{algo}: train.py failed ({job.reason}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    run_dir = Path(job.dir)
+    cfg = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
+    assert cfg.algo.name == algo
+    if algo in ("passk_grpo", "pkpo"):
+        assert cfg.algo.onpolicy.passk_k == 2
 
     base = load_file(base_model_dir() / "model.safetensors")
     ckpt = run_dir / "checkpoints" / "checkpoint-4"

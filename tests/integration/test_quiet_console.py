@@ -2,25 +2,14 @@
 no library FutureWarning, no W&B offline-URL warning, no metric dict and no weight-loading bars, and its train.log keeps every
 probe's line and the end-of-run boundary table."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-def test_smoke_run_console_and_train_log(tmp_path):
-    run = tmp_path / "run"
-    env = dict(os.environ, BOUNDLAB_STORE=str(tmp_path / "s.sqlite"), WANDB_MODE="offline", HF_HUB_OFFLINE="1")
-    env.pop("WANDB_SILENT", None)
-    env.pop("PYTHONWARNINGS", None)
-    p = subprocess.run([sys.executable, str(ROOT / "train.py"), "debug=smoke", "backend.torch_threads=1",
-                        "task.train_mix={H1:0.5,B3:0.5}", f"hydra.run.dir={run}"], cwd=tmp_path, env=env,
-                       capture_output=True, text=True, timeout=900)
+def test_smoke_run_console_and_train_log(smoke_run):
+    # The session's `train.py debug=smoke backend.torch_threads=1 task.train_mix={H1:0.5,B3:0.5}` run
+    # (tests/integration/conftest.py), with W&B not silenced and no PYTHONWARNINGS: read only.
+    run, _, p = smoke_run
     assert p.returncode == 0, p.stderr[-3000:]
     out = p.stdout + p.stderr
     steps = [ln for ln in out.replace("\r", "\n").splitlines() if ln.startswith("step ") and "/4  " in ln]

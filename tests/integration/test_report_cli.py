@@ -13,6 +13,8 @@ import pytest
 from boundlab.report.build import SECTIONS
 from boundlab.tracking.reader import read_offline_run
 
+from smoke_kit import copy_smoke_run  # tests/integration, shared
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -36,10 +38,9 @@ def rows(path: Path) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_report_on_a_smoke_run(tmp_path):
-    run_dir, out = tmp_path / "run", tmp_path / "report"
-    cli(tmp_path, "train.py", "debug=smoke", "logger=none", "backend.torch_threads=1",
-        f"hydra.run.dir={run_dir}")
+def test_report_on_a_smoke_run(tmp_path, smoke_run):
+    # The session's smoke training run (tests/integration/conftest.py), copied here with its store.
+    run_dir, out = copy_smoke_run(smoke_run, tmp_path), tmp_path / "report"
     proc = cli(tmp_path, "report.py", f"base={run_dir}", f"runs=[{run_dir}]", f"out={out}",
                "perplexity.torch_threads=1", "bootstrap_iters=200")
     assert "wrote" in proc.stdout

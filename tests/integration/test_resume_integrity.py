@@ -1,8 +1,9 @@
 """The run dir is the source of truth (issue 10: resume): train.py resume= on real smoke runs.
 
-One smoke run is trained once per module; each case works on its own copy of it, cut back to the
-state a crash would leave (a finished run; one killed while probing its last checkpoint; one
-killed after its first checkpoint)."""
+One smoke run is trained once per session (tests/integration/conftest.py, `smoke_run`); each case
+works on its own copy of it, cut back to the state a crash would leave (a finished run; one killed
+while probing its last checkpoint; one killed after its first checkpoint), beside a copy of the
+run's probe store."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from smoke_kit import copy_smoke_run, train_env  # tests/integration, shared
+
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 HYDRA_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
@@ -28,13 +31,9 @@ def work(tmp_path_factory):
     return tmp_path_factory.mktemp("resume_integrity")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def env(work):
-    e = dict(os.environ, BOUNDLAB_STORE=str(work / "store.sqlite"), WANDB_MODE="offline",
-             HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", WANDB_SILENT="true")
-    e.pop("WANDB_SERVICE", None)  # see tests/conftest.py
-    e.pop("RANK", None)
-    return e
+    return train_env(work)  # the probe store is work/store.sqlite: the copy `trained` puts there
 
 
 def cli(script, args, cwd, env, timeout=600):
@@ -42,12 +41,13 @@ def cli(script, args, cwd, env, timeout=600):
                           capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.fixture(scope="module")
-def trained(work, env):
-    """A finished smoke run: steps 2 and 4 saved and probed (n=4 on 8 problems)."""
-    run = work / "trained"
-    proc = cli("train.py", ["debug=smoke", "backend.torch_threads=1", f"hydra.run.dir={run}"], work, env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+@pytest.fixture
+def trained(work, smoke_run):
+    """A finished smoke run: steps 2 and 4 saved and probed (n=4 on 8 problems); the session's
+    shared one, copied once into this module's work dir with its store (work/store.sqlite)."""
+    run = work / "run"
+    if not run.exists():
+        copy_smoke_run(smoke_run, work)
     assert (run / "training_done").is_file()
     return run
 

@@ -2,7 +2,11 @@
 `grpo_shuffled_reward` (reward.shuffle_within_group), `grpo_strict_reward` (reward.strict) and
 `grpo_own_trainer` (algo=grpo_onpolicy on boundlab's OnPolicyTrainer). Each: train.py exits 0, the
 policy's parameters change, every checkpoint is probed, and the run's saved config holds the arm's
-knobs."""
+knobs.
+
+The three smoke runs are one `train.py -m +arm=...` sweep on Hydra's basic launcher (its jobs run one
+after another in one process), so train.py's start-up is paid once; each arm's test reads its own
+job's dir and recorded outcome."""
 
 import json
 import os
@@ -28,20 +32,41 @@ ARMS = {
 torch.set_num_threads(1)
 
 
+@pytest.fixture
+def arms_sweep(tmp_path_factory, built_once):
+    """Every arm trained by one `train.py -m` sweep under debug=smoke, once per session: (sweep dir,
+    the finished process)."""
+
+    def build():
+        work = tmp_path_factory.mktemp("settled_arms")
+        env = dict(os.environ, BOUNDLAB_STORE=str(work / "store.sqlite"), WANDB_MODE="offline",
+                   HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", WANDB_SILENT="true")
+        # H1 only, 8 rollouts: the base is right (strictly, too) on about 10% of H1 samples, so most
+        # groups have a reward spread (all-equal rewards leave nothing to learn; E is always right).
+        proc = subprocess.run([sys.executable, str(ROOT / "train.py"), "-m", f"+arm={','.join(sorted(ARMS))}",
+                               "debug=smoke", "backend.torch_threads=1", "task.train_mix={H1:1.0}",
+                               "algo.rollouts=8", "algo.per_device_train_batch_size=16",
+                               f"hydra.sweep.dir={work / 'sweep'}"],
+                              cwd=work, env=env, capture_output=True, text=True, timeout=900 * len(ARMS))
+        return work / "sweep", proc
+
+    return built_once("settled_arms_sweep", build)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("arm", sorted(ARMS))
-def test_arm_trains_under_smoke(tmp_path, arm):
-    run_dir = tmp_path / "run"
-    env = dict(os.environ, BOUNDLAB_STORE=str(tmp_path / "store.sqlite"), WANDB_MODE="offline",
-               HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", WANDB_SILENT="true")
-    # H1 only, 8 rollouts: the base is right (strictly, too) on about 10% of H1 samples, so most
-    # groups have a reward spread (all-equal rewards leave nothing to learn; E is always right).
-    proc = subprocess.run([sys.executable, str(ROOT / "train.py"), f"+arm={arm}", "debug=smoke",
-                           "backend.torch_threads=1", "task.train_mix={H1:1.0}",
-                           "algo.rollouts=8", "algo.per_device_train_batch_size=16",
-                           f"hydra.run.dir={run_dir}"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, f"{arm}: train.py failed\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+def test_arm_trains_under_smoke(arms_sweep, arm):
+    from boundlab.sweep import sweep_jobs
+
+    sweep_dir, proc = arms_sweep
+    jobs = sweep_jobs(sweep_dir)
+    assert jobs is not None, f"train.py -m failed ({proc.returncode}):\n{proc.stderr[-5000:]}"
+    if all(j.status == "done" for j in jobs):  # a failed job's own test names it (below)
+        assert proc.returncode == 0, f"train.py -m failed ({proc.returncode}):\n{proc.stderr[-5000:]}"
+    job = jobs[sorted(ARMS).index(arm)]
+    assert job.overrides[0] == f"+arm={arm}"
+    assert job.status == "done", f"{arm}: train.py failed ({job.reason})\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    run_dir = Path(job.dir)
 
     cfg = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
     for key, want in ARMS[arm].items():

@@ -26,11 +26,12 @@ def _train(tmp_path, *args):
 
 
 @pytest.mark.slow
-def test_rl_starts_from_the_sft_checkpoint_and_compares_with_the_base(tmp_path):
+def test_rl_starts_from_the_sft_checkpoint_and_compares_with_the_base(tmp_path, sft_run):
     from boundlab.models import model_fingerprint
 
-    sft, rl = tmp_path / "sft", tmp_path / "sft_then_rl"
-    _train(tmp_path, "algo=sft_distill", f"hydra.run.dir={sft}")
+    # The SFT stage: the session's `algo=sft_distill` smoke run (tests/integration/conftest.py; the
+    # same debug=smoke, torch threads and train mix as here), read only.
+    sft, rl = sft_run[0], tmp_path / "sft_then_rl"
     out = _train(tmp_path, "experiment=sft_then_rl", f"train.init_from={sft}", f"hydra.run.dir={rl}")
     start = sft / "checkpoints" / "checkpoint-4"
     assert f"training starts from {start}" in out.stdout

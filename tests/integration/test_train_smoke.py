@@ -4,6 +4,7 @@ callback, W&B holds the probes at the right steps, and a killed run resumes clea
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -38,12 +39,12 @@ def probes(run_dir: Path) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_smoke_trains_probes_and_logs(tmp_path):
-    run_dir = tmp_path / "run"
-    # H1 and B3 only: the base gets them right sometimes, so GRPO groups have a reward spread (the
-    # default mix's first problems are mostly E, always right, or X, never: zero advantages).
-    proc = train(tmp_path, "debug=smoke", "backend.torch_threads=1", "task.train_mix={H1:0.5,B3:0.5}",
-                 f"hydra.run.dir={run_dir}")
+def test_smoke_trains_probes_and_logs(smoke_run):
+    # `debug=smoke backend.torch_threads=1 task.train_mix={H1:0.5,B3:0.5}`, trained once per session
+    # (tests/integration/conftest.py) and only read here. H1 and B3 only: the base gets them right
+    # sometimes, so GRPO groups have a reward spread (the default mix's first problems are mostly E,
+    # always right, or X, never: zero advantages).
+    run_dir, _, proc = smoke_run
 
     base = load_file(base_model_dir() / "model.safetensors")
     final = load_file(run_dir / "checkpoints" / "checkpoint-4" / "model.safetensors")
@@ -107,11 +108,28 @@ def test_killed_after_save_resumes_without_reprobing_or_losing(tmp_path):
     assert logged == [0, 2, 4, 6]
 
 
+@pytest.fixture
+def detached_trained(tmp_path_factory, built_once):
+    """One detached smoke run (trained, nothing probed), trained once per session; each test works
+    on its own copy with its own store, so each watcher probes everything afresh."""
+
+    def build():
+        work = tmp_path_factory.mktemp("detached")
+        train(work, "debug=smoke", "train.probe_mode=detached", "backend.torch_threads=1",
+              f"hydra.run.dir={work / 'run'}")
+        return work / "run"
+
+    return built_once("train_smoke/detached", build)
+
+
+def copy_of(run_dir: Path, dest: Path) -> Path:
+    shutil.copytree(run_dir, dest, symlinks=True)
+    return dest
+
+
 @pytest.mark.slow
-def test_detached_probe_worker_probes_every_checkpoint_into_the_same_run(tmp_path):
-    run_dir = tmp_path / "run"
-    proc = train(tmp_path, "debug=smoke", "train.probe_mode=detached", "backend.torch_threads=1",
-                 f"hydra.run.dir={run_dir}")
+def test_detached_probe_worker_probes_every_checkpoint_into_the_same_run(tmp_path, detached_trained):
+    run_dir = copy_of(detached_trained, tmp_path / "run")
     assert not (run_dir / "probes.jsonl").exists()  # training itself probed nothing
     # The watcher's work list is the complete checkpoints (there is no queue file).
     from boundlab.rundir.checkpoints import checkpoints
@@ -129,7 +147,6 @@ def test_detached_probe_worker_probes_every_checkpoint_into_the_same_run(tmp_pat
     run = read_offline_run(run_dir, run_id=run_id)
     assert sorted(h["probe/step"] for h in run.history if "probe/pass@1" in h) == [0, 2, 4]
     assert any("train/reward" in h for h in run.history)
-    del proc
 
 
 def wandb_services(parent: int) -> list[int]:
@@ -148,13 +165,11 @@ def wandb_services(parent: int) -> list[int]:
 
 
 @pytest.mark.slow
-def test_a_killed_watcher_restarts_and_w_and_b_holds_each_probe_once(tmp_path):
+def test_a_killed_watcher_restarts_and_w_and_b_holds_each_probe_once(tmp_path, detached_trained):
     """The watcher and its W&B service are SIGKILLed once probes.jsonl holds checkpoint 2's row,
     before W&B wrote it; the restarted watcher re-logs it from the run dir, and W&B (run/wandb, what
     `wandb sync` uploads) holds each probe row once."""
-    run_dir = tmp_path / "run"
-    train(tmp_path, "debug=smoke", "train.probe_mode=detached", "backend.torch_threads=1",
-          f"hydra.run.dir={run_dir}")
+    run_dir = copy_of(detached_trained, tmp_path / "run")
     env = dict(env_for(tmp_path), WANDB__TRANSACTION_LOG_FLUSH_INTERVAL="0")  # no timed flush
     watch = [sys.executable, str(ROOT / "probe.py"), f"watch={run_dir}", "watch_poll_s=0.5",
              "watch_timeout_s=300"]
