@@ -39,9 +39,10 @@ def main() -> None:
     torch.set_num_threads(1)
     d = base_model_dir()
     model, tok = AutoModelForCausalLM.from_pretrained(d).eval(), AutoTokenizer.from_pretrained(d)
-    task = build_task(SimpleNamespace(name="toy2", split="test", limit=args.problems, template=None,
+    task = build_task(SimpleNamespace(name="toy2", split="test", template=None,
                                       chat=False, system=None, verifier=None, path=None, tiers=None,
                                       per_tier=None))
+    task = task.with_problems(task.problems[: args.problems]) if args.problems else task  # probe.limit's cut
     req = [(task.render(p), args.n) for p in task.problems]
     rows = sum(c for _, c in req)
     s = GenSettings(args.temperature, 1.0, args.max_new_tokens)

@@ -192,10 +192,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         model, tok, resolved, task_name = load(args.model, tmp)
-        task_cfg = SimpleNamespace(name=args.task or task_name, split="test", limit=args.problems,
+        task_cfg = SimpleNamespace(name=args.task or task_name, split="test",
                                    template=None, chat=False, system=None, verifier=None, path=None,
                                    tiers=None, per_tier=None)
         task = build_task(task_cfg)
+        if args.problems:  # the first N, as probe.limit cuts them
+            task = task.with_problems(task.problems[: args.problems])
         prompts = [task.render(p) for p in task.problems]
         prompt_tokens = sum(len(tok(p)["input_ids"]) for p in prompts) / len(prompts)
         prefill_rows = min(4096, min(args.batch, args.n) * max(1, round(prompt_tokens)))

@@ -558,8 +558,9 @@ CORPUS_NOTE = ("Synthetic completions, not model samples: no real model completi
 
 def load_problems(limit: int | None = None) -> list[Problem]:
     cfg = type("C", (), {"name": "math500", "template": None, "chat": None, "system": None,
-                         "verifier": None, "limit": limit})()
-    return build_task(cfg).problems
+                         "verifier": None})()
+    problems = build_task(cfg).problems  # a task is whole; the probe's first N is probe.limit
+    return problems[:limit] if limit else problems
 
 
 def main(argv: list[str] | None = None) -> int:

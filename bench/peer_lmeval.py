@@ -327,7 +327,7 @@ def main() -> None:
     gen = GenSettings(probe_cfg["temperature"], probe_cfg["top_p"], probe_cfg["max_new_tokens"])
     model_cfg = SimpleNamespace(name="toy2", path=str(base_model_dir()), gguf_package=None,
                                 dtype="float32", trust_remote_code=False, allow_download=False)
-    task = build_task(SimpleNamespace(name="toy2", split="test", limit=None, template=None, chat=False,
+    task = build_task(SimpleNamespace(name="toy2", split="test", template=None, chat=False,
                                       system=None, verifier=None, path=None,
                                       tiers=["H1", "H2", "B3", "B4", "X"], per_tier=args.per_tier))
     resolved = resolve_model_path(model_cfg)

@@ -145,14 +145,14 @@ def _prompt_tokens_equal() -> Any:
     from boundlab.config import register_configs
     from boundlab.models import load_tokenizer, resolve_model_path
     from boundlab.sampling.base import GenSettings
+    from boundlab.probe.spec import load_task
     from boundlab.sampling.vllm import build_requests
-    from boundlab.tasks import build_task
 
     register_configs()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose(config_name="probe", overrides=PROBE_SETTINGS)
     tok = load_tokenizer(cfg.model, resolve_model_path(cfg.model))
-    task = build_task(cfg.task)
+    task = load_task(cfg)  # the task cut to probe.limit, as the probe samples it
     texts = [task.render(p, tok) for p in task.problems]
 
     class Params(dict):
