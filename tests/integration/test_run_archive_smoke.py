@@ -39,13 +39,15 @@ def cli(args, cwd, env, timeout=600):
                           timeout=timeout)
 
 
-@pytest.fixture(scope="module")
-def sweep(work, env):
-    """A sweep dir holding one finished smoke run (steps 2 and 4 saved and probed, n=4 on 8 problems)."""
+@pytest.fixture
+def sweep(work, smoke_run):
+    """A sweep dir holding one finished smoke run (the session's, tests/integration/conftest.py:
+    steps 2 and 4 saved and probed, n=4 on 8 problems), copied here with its store."""
+    run_dir, store, _ = smoke_run
     run = work / "sweep" / "grpo_s0"
-    proc = cli([str(ROOT / "train.py"), "debug=smoke", "backend.torch_threads=1", f"hydra.run.dir={run}"],
-               work, env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    shutil.copytree(run_dir, run, symlinks=True)
+    for f in store.parent.glob(store.name + "*"):  # the database and any -wal/-shm beside it
+        shutil.copy2(f, work / f.name.replace(store.name, "store.sqlite"))
     assert (run / "training_done").is_file()
     return work / "sweep"
 
