@@ -363,11 +363,9 @@ def _file_sha(f: Path, cache: Any) -> str:
         hit = cache.get_file_hash(*key)
         if hit:
             return hit
-    h = hashlib.sha256()
-    with f.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            h.update(block)
-    digest = h.hexdigest()
+    from boundlab.conversion_cache import file_digest
+
+    digest = str(file_digest(f)["sha256"])
     if cache is not None:
         cache.put_file_hash(*key, digest)
     return digest

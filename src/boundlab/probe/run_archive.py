@@ -35,22 +35,21 @@ existing archive that differs from the run; packing the same run again changes n
 
 from __future__ import annotations
 
-import hashlib
 import json
 import lzma
 import os
 import shutil
-import sqlite3
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
+from boundlab.conversion_cache import file_digest
 from boundlab.errors import StoreError, UserError
 from boundlab.models import _trainer_state_file, model_fingerprint
 from boundlab.probe import archive
-from boundlab.probe.merge import _uri
+from boundlab.probe.store import Store
 from boundlab.rundir import (ALARMS_FILE, BOUNDARY_CSV, BOUNDARY_GROUPS_CSV, CHECKPOINTS_DIR, DONE_MARKER,
                              HYDRA_DIR, PROBES_FILE, RESUMES_FILE, RUN_INFO, TRAIN_LOG)
 from boundlab.rundir.checkpoints import latest_complete, step_of
@@ -72,14 +71,6 @@ OPTIONAL = (RUN_INFO, str(Path(HYDRA_DIR) / "hydra.yaml"), str(Path(HYDRA_DIR) /
 
 class RunArchiveError(UserError):
     """A run that cannot be packed, or an archive that cannot be restored (one line, exit 2)."""
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def carried_files(run_dir: Path) -> tuple[list[str], int]:
@@ -113,14 +104,12 @@ def _probe_rows(run_dir: Path, final_step: int) -> list[dict[str, Any]]:
 
 
 def _model_fp_in_store(store: Path, key: str) -> str | None:
-    db = sqlite3.connect(_uri(store, "ro"), uri=True)
+    s = Store(store, writable=False)
     try:
-        row = db.execute("SELECT model_fp FROM probes WHERE key=?", (key,)).fetchone()
-    except sqlite3.DatabaseError as e:
-        raise StoreError(f"{store} is not a readable SQLite store ({e})") from None
+        info = s.probe_info(key)
     finally:
-        db.close()
-    return None if row is None else row[0]
+        s.close()
+    return None if info is None else info["model_fp"]
 
 
 def _manifest(run_dir: Path, store: Path) -> dict[str, Any]:
@@ -138,7 +127,7 @@ def _manifest(run_dir: Path, store: Path) -> dict[str, Any]:
                               f"with {stored}: the checkpoint changed after it was probed; not packed")
     return {"format": FORMAT, "run": run_dir.name, "final_step": final, "model_fingerprint": fp,
             "probes": probes,
-            "files": {f: {"bytes": (run_dir / f).stat().st_size, "sha256": _sha256(run_dir / f)}
+            "files": {f: {"bytes": (run_dir / f).stat().st_size, "sha256": file_digest(run_dir / f)["sha256"]}
                       for f in files}}
 
 
@@ -148,7 +137,7 @@ def _differs(run_dir: Path, files: dict[str, dict[str, Any]]) -> str | None:
         f = run_dir / rel
         if not f.is_file():
             return f"it has no {rel}"
-        if f.stat().st_size != want["bytes"] or _sha256(f) != want["sha256"]:
+        if f.stat().st_size != want["bytes"] or file_digest(f)["sha256"] != want["sha256"]:
             return f"its {rel} differs"
     return None
 
