@@ -63,3 +63,19 @@ def copy_smoke_run(smoke, dest: Path) -> Path:
     for f in store.parent.glob(store.name + "*"):  # the database and any -wal/-shm beside it
         shutil.copy2(f, dest / f.name)
     return dest / "run"
+
+
+def done_sweep_job(sweep_dir: Path, proc: subprocess.CompletedProcess, index: int, override: str) -> Path:
+    """The run dir of job `index` of a finished `train.py -m` sweep, whose first override must be
+    `override`; asserts the sweep recorded its jobs (and exited 0 when every job is done) and that
+    this job is done, naming the failure otherwise (a failed job's own test names it)."""
+    from boundlab.sweep import sweep_jobs
+
+    jobs = sweep_jobs(sweep_dir)
+    assert jobs is not None, f"train.py -m failed ({proc.returncode}):\n{proc.stderr[-5000:]}"
+    if all(j.status == "done" for j in jobs):
+        assert proc.returncode == 0, f"train.py -m failed ({proc.returncode}):\n{proc.stderr[-5000:]}"
+    job = jobs[index]
+    assert job.overrides[0] == override
+    assert job.status == "done", f"{override}: train.py failed ({job.reason}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    return Path(job.dir)

@@ -19,6 +19,7 @@ from safetensors.torch import load_file
 from boundlab.worlds.toyworld2.paths import base_model_dir
 
 from onpolicy_build import build_trainer, train_cfg  # tests/integration, shared
+from smoke_kit import done_sweep_job  # tests/integration, shared
 
 ROOT = Path(__file__).resolve().parents[2]
 ALGOS = ["ppo", "reinforce_pp", "reinforce_pp_baseline", "remax", "dapo", "passk_grpo", "weighted_reinforce",
@@ -63,18 +64,10 @@ def test_smoke_trains_and_probes(smoke_sweep, algo):
 
     from omegaconf import OmegaConf
 
-    from boundlab.sweep import sweep_jobs
     from boundlab.tracking.reader import read_offline_run
 
     sweep_dir, proc = smoke_sweep
-    jobs = sweep_jobs(sweep_dir)
-    assert jobs is not None, f"train.py -m failed ({proc.returncode}):\n{proc.stderr[-5000:]}"
-    if all(j.status == "done" for j in jobs):  # a failed job's own test names it (below)
-        assert proc.returncode == 0, f"train.py -m failed ({proc.returncode}):\n{proc.stderr[-5000:]}"
-    job = jobs[ALGOS.index(algo)]
-    assert job.overrides[0] == f"algo={algo}"
-    assert job.status == "done", f"{algo}: train.py failed ({job.reason}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
-    run_dir = Path(job.dir)
+    run_dir = done_sweep_job(sweep_dir, proc, ALGOS.index(algo), f"algo={algo}")
     cfg = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
     assert cfg.algo.name == algo
     if algo in ("passk_grpo", "pkpo"):

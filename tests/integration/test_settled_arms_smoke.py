@@ -21,6 +21,8 @@ from safetensors.torch import load_file
 
 from boundlab.worlds.toyworld2.paths import base_model_dir
 
+from smoke_kit import done_sweep_job  # tests/integration, shared
+
 ROOT = Path(__file__).resolve().parents[2]
 ARMS = {
     "grpo_shuffled_reward": {"algo.name": "grpo", "reward.shuffle_within_group": True, "reward.strict": False},
@@ -56,17 +58,8 @@ def arms_sweep(tmp_path_factory, built_once):
 @pytest.mark.slow
 @pytest.mark.parametrize("arm", sorted(ARMS))
 def test_arm_trains_under_smoke(arms_sweep, arm):
-    from boundlab.sweep import sweep_jobs
-
     sweep_dir, proc = arms_sweep
-    jobs = sweep_jobs(sweep_dir)
-    assert jobs is not None, f"train.py -m failed ({proc.returncode}):\n{proc.stderr[-5000:]}"
-    if all(j.status == "done" for j in jobs):  # a failed job's own test names it (below)
-        assert proc.returncode == 0, f"train.py -m failed ({proc.returncode}):\n{proc.stderr[-5000:]}"
-    job = jobs[sorted(ARMS).index(arm)]
-    assert job.overrides[0] == f"+arm={arm}"
-    assert job.status == "done", f"{arm}: train.py failed ({job.reason})\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
-    run_dir = Path(job.dir)
+    run_dir = done_sweep_job(sweep_dir, proc, sorted(ARMS).index(arm), f"+arm={arm}")
 
     cfg = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
     for key, want in ARMS[arm].items():
