@@ -12,9 +12,9 @@
 #
 #   bash scripts/reproduce_toy2_settled.sh [OUT_DIR]     (default outputs/toy2_settled)
 #   DRY_RUN=1 bash scripts/reproduce_toy2_settled.sh     prints every command, runs nothing
-#   PACK_ONLY=1 bash scripts/reproduce_toy2_settled.sh   packs what the store holds and every finished
-#                                                        arm (before the machine goes away), runs
-#                                                        nothing else
+#   PACK_ONLY=1 bash scripts/reproduce_toy2_settled.sh   packs what the store holds and every arm,
+#                                                        finished or stopped midway (before the
+#                                                        machine goes away), runs nothing else
 # REPORT_DIR (default docs/toy2_settled) is where the reports go; PYTHON the interpreter; the store is
 # BOUNDLAB_STORE (default OUT_DIR/store.sqlite); ARCHIVE_DIR (default archive/toy2_settled, in git)
 # holds the probe archives and, under arms/, the packed arms.
@@ -23,12 +23,14 @@
 # is packed, when it finishes, into ARCHIVE_DIR/<model name>.sqlite.xz (boundlab.probe.archive: every
 # sample, about 2 bytes each compressed), and every finished arm into ARCHIVE_DIR/arms/<arm>/
 # (boundlab.probe.run_archive: its inline probes, its run dir's records and its final checkpoint's
-# model files, about 4 MB a toy2 arm). At the start every probe archive is unpacked into the store and
-# every packed arm restored as SWEEP/<arm> (never over an existing run dir that differs: that stops the
-# script in one line). Commit ARCHIVE_DIR and a fresh clone continues where the last machine stopped:
-# finished probes and arms come back whole (an arm is not trained again, its final checkpoint is
-# probed with the same probe key), and a probe packed midway (PACK_ONLY=1 after stopping it) resumes
-# from its packed samples. An arm stopped midway is not carried: it trains again from the start.
+# model files, about 4 MB a toy2 arm). An arm stopped midway (stop the script, then PACK_ONLY=1) is
+# packed to be resumed: its run dir, its latest complete checkpoint with the trainer's state, its
+# probes so far. At the start every probe archive is unpacked into the store and every packed arm
+# restored as SWEEP/<arm> (never over an existing run dir that differs: that stops the script in one
+# line). Commit ARCHIVE_DIR and a fresh clone continues where the last machine stopped: finished
+# probes and arms come back whole (an arm is not trained again, its final checkpoint is probed with
+# the same probe key), a probe packed midway resumes from its packed samples, and an arm packed
+# midway resumes from its packed checkpoint.
 #
 # Resumable: run it again after any interruption. A probe whose problems.csv exists is skipped, and
 # one killed midway picks up its samples from the store (the adaptive probe resumes mid-round); a
@@ -95,17 +97,22 @@ pack() {  # pack MODEL_NAME: the store's probes of that model into $ARCHIVE/MODE
   run "" "$PY" -m boundlab.probe.store pack "$BOUNDLAB_STORE" --models "$1" --out "$ARCHIVE/$1.sqlite.xz"
 }
 
-pack_arm() {  # pack_arm ARM: a finished arm (run dir, probes, final checkpoint) into $ARCHIVE/arms/ARM, once
-  run "$ARCHIVE/arms/$1/manifest.json" "$PY" -m boundlab.probe.run_archive pack "$SWEEP/$1" \
-    --out "$ARCHIVE/arms/$1" --store "$BOUNDLAB_STORE"
+pack_arm() {  # pack_arm ARM: the arm (run dir, probes, checkpoint) into $ARCHIVE/arms/ARM: a finished
+  # arm as finished, one stopped midway to be resumed elsewhere. Packing again changes nothing, or
+  # replaces an unfinished packing with its continuation (boundlab.probe.run_archive).
+  run "" "$PY" -m boundlab.probe.run_archive pack "$SWEEP/$1" --out "$ARCHIVE/arms/$1" \
+    --store "$BOUNDLAB_STORE" --allow-unfinished
 }
 
-pack_finished_arms() {  # every arm with training_done (with DRY_RUN=1: every arm, as after the sweep)
+pack_arms() {  # every arm with a complete checkpoint (with DRY_RUN=1: every arm); returns 1 when one
+  # could not be packed (after trying the others)
+  local failed=0 arm
   for arm in "${ARMS[@]}"; do
-    if [[ "${DRY_RUN:-0}" == 1 || -e "$SWEEP/$arm/training_done" ]]; then
-      pack_arm "$arm"
+    if [[ "${DRY_RUN:-0}" == 1 ]] || compgen -G "$SWEEP/$arm/checkpoints/checkpoint-*/boundlab_complete" >/dev/null; then
+      pack_arm "$arm" || failed=1
     fi
   done
+  return "$failed"
 }
 
 # The large probes' model names (the arms' as well: toy2_settled_<arm>).
@@ -120,8 +127,8 @@ sys.exit(0 if db.execute('SELECT 1 FROM probes WHERE model_name=?', (sys.argv[2]
       pack "$m"
     fi
   done
-  pack_finished_arms
-  exit 0
+  pack_arms
+  exit
 fi
 
 # 0. What earlier machines packed comes back into the store (a sample already there is checked, not
@@ -132,7 +139,9 @@ shopt -u nullglob
 if ((${#archives[@]})); then
   run "" "$PY" -m boundlab.probe.store unpack "${archives[@]}" --store "$BOUNDLAB_STORE"
 fi
-# Packed arms come back as run dirs (with training_done: not trained again), their probes into the store.
+# Packed arms come back as run dirs, their probes into the store: a finished arm with training_done
+# (not trained again), an unfinished one to be resumed below (where this machine's run dir of the
+# same arm is as far along already, it is kept).
 packed=()
 for arm in "${ARMS[@]}"; do
   if [[ -e "$ARCHIVE/arms/$arm/manifest.json" ]]; then packed+=("$ARCHIVE/arms/$arm"); fi
@@ -145,26 +154,41 @@ fi
 large_probe base toy2_base model=toy2 probe.seed=0
 large_probe null toy2_base_null model=toy2 probe.seed=1
 
-# 2. The arms: finished ones skipped, interrupted ones resumed, the rest as one sweep; then every
-# finished arm packed (a failed arm does not keep the others from being packed; its failure still
-# stops the script).
+# 2. The arms: finished ones skipped, interrupted ones resumed (two at a time), the rest as one
+# sweep (two at a time); then every arm packed (a failed arm does not keep the others from being
+# packed; its failure still stops the script).
 fresh=()
-trained=0
+resumes=()
 for arm in "${ARMS[@]}"; do
   dir="$SWEEP/$arm"
   if [[ "${DRY_RUN:-0}" != 1 && -e "$dir/training_done" ]]; then
     echo "[reproduce_toy2_settled] done already: $dir"
   elif [[ "${DRY_RUN:-0}" != 1 && -d "$dir/.hydra" ]]; then
-    run "" "$PY" train.py "resume=$dir" || trained=$?
+    resumes+=("$dir")
   else
     fresh+=("$arm")
   fi
+done
+trained=0
+running=0
+for dir in "${resumes[@]}"; do
+  if ((running == 2)); then
+    wait -n || trained=$?
+    running=$((running - 1))
+  fi
+  echo "[reproduce_toy2_settled] $PY train.py resume=$dir"
+  "$PY" train.py "resume=$dir" &
+  running=$((running + 1))
+done
+while ((running > 0)); do
+  wait -n || trained=$?
+  running=$((running - 1))
 done
 if ((${#fresh[@]})); then
   arms=$(IFS=,; echo "${fresh[*]}")
   run "" "$PY" train.py -m experiment=toy2_settled "hydra.sweep.dir=$SWEEP" "+arm=$arms" || trained=$?
 fi
-pack_finished_arms
+if ! pack_arms; then ((trained != 0)) || trained=2; fi
 ((trained == 0)) || exit "$trained"
 
 # 3. Every arm's final checkpoint, to 4096.

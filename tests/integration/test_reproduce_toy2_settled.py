@@ -59,12 +59,19 @@ def test_the_sequence_is_base_null_sweep_packs_finals_reports(commands, tmp_path
         assert f"model.path={out}/sweep/{arm}/checkpoints/checkpoint-300" in commands[i]
 
 
+def _complete_checkpoint(run_dir: Path, step: int = 300) -> None:
+    ck = run_dir / "checkpoints" / f"checkpoint-{step}"
+    ck.mkdir(parents=True)
+    (ck / "boundlab_complete").write_text("ok\n")
+
+
 def test_every_arm_is_packed_after_the_sweep_into_its_own_folder(tmp_path):
     archive = tmp_path / "archive"
     commands = _dry_run(tmp_path / "out", archive, BOUNDLAB_STORE="")
     out = tmp_path / "out"
     assert commands[3:9] == [["python", "-m", "boundlab.probe.run_archive", "pack", f"{out}/sweep/{arm}",
-                              "--out", f"{archive}/arms/{arm}", "--store", f"{out}/store.sqlite"] for arm in ARMS]
+                              "--out", f"{archive}/arms/{arm}", "--store", f"{out}/store.sqlite",
+                              "--allow-unfinished"] for arm in ARMS]
 
 
 def _out(commands) -> Path:
@@ -175,7 +182,8 @@ def test_a_rerun_skips_finished_arms_and_resumes_interrupted_ones(tmp_path):
         (out / "large" / name / "problems.csv").write_text("problem_id,n,c\n")
     (out / "sweep" / "grpo_s0").mkdir(parents=True)
     (out / "sweep" / "grpo_s0" / "training_done").write_text("ok\n")
-    (out / "sweep" / "grpo_s1" / ".hydra").mkdir(parents=True)  # started, killed before the end
+    _complete_checkpoint(out / "sweep" / "grpo_s0")
+    (out / "sweep" / "grpo_s1" / ".hydra").mkdir(parents=True)  # started, killed before its first checkpoint
     (out / "large" / "grpo_s0").mkdir(parents=True)
     (out / "large" / "grpo_s0" / "problems.csv").write_text("problem_id,n,c\n")
     calls = tmp_path / "calls.txt"
@@ -190,9 +198,9 @@ def test_a_rerun_skips_finished_arms_and_resumes_interrupted_ones(tmp_path):
     assert ran[0] == f"train.py resume={out}/sweep/grpo_s1"
     assert ran[1] == (f"train.py -m experiment=toy2_settled hydra.sweep.dir={out}/sweep "
                       f"+arm=grpo_s2,grpo_shuffled_reward,grpo_strict_reward,grpo_own_trainer")
-    # The one finished arm (the stand-in trained nothing) is packed, once.
+    # The one arm with a checkpoint (the stand-in trained nothing) is packed, once.
     assert ran[2] == (f"-m boundlab.probe.run_archive pack {out}/sweep/grpo_s0 --out {archive}/arms/grpo_s0 "
-                      f"--store {out}/store.sqlite")
+                      f"--store {out}/store.sqlite --allow-unfinished")
     # Final probes for every arm but grpo_s0's (done), then the two reports.
     finals = [c for c in ran[3:] if c.startswith("probe.py")]
     assert [c.split("hydra.run.dir=")[1] for c in finals] == [f"{out}/large/{a}" for a in ARMS[1:]]
@@ -208,14 +216,15 @@ def _fake_python(tmp_path: Path, body: str = "") -> tuple[Path, Path]:
     return fake, calls
 
 
-def test_a_packed_arm_is_restored_not_trained_and_not_packed_again(tmp_path):
+def test_a_packed_arm_is_restored_and_not_trained_again(tmp_path):
     out = tmp_path / "out"
     archive = _archives(tmp_path, [])
     (archive / "arms" / "grpo_s0").mkdir(parents=True)
     (archive / "arms" / "grpo_s0" / "manifest.json").write_text("{}")
-    # The stand-in restores as the real one does: the run dir, finished.
-    fake, calls = _fake_python(tmp_path, f'if [ "$3" = restore ]; then mkdir -p {out}/sweep/grpo_s0 && '
-                                         f'echo ok > {out}/sweep/grpo_s0/training_done; fi')
+    # The stand-in restores as the real one does: the run dir, finished, with its final checkpoint.
+    fake, calls = _fake_python(tmp_path, f'if [ "$3" = restore ]; then mkdir -p {out}/sweep/grpo_s0/checkpoints/'
+                                         f'checkpoint-300 && echo ok > {out}/sweep/grpo_s0/training_done && echo ok > '
+                                         f'{out}/sweep/grpo_s0/checkpoints/checkpoint-300/boundlab_complete; fi')
     proc = _script(out, fake, archive)
     assert proc.returncode == 0, proc.stderr
     ran = calls.read_text().splitlines()
@@ -224,11 +233,43 @@ def test_a_packed_arm_is_restored_not_trained_and_not_packed_again(tmp_path):
     assert f"done already: {out}/sweep/grpo_s0" in proc.stdout
     sweep = next(c for c in ran if c.startswith("train.py"))
     assert sweep.endswith(f"+arm={','.join(ARMS[1:])}")  # the restored arm is not trained again
-    assert not [c for c in ran if " pack " in c]  # nor packed again (and no other arm finished)
-    assert f"done already: {archive}/arms/grpo_s0/manifest.json" in proc.stdout
+    # Packed again after the sweep, which the real pack answers with "packed_already" (unit-tested).
+    assert [c.split()[3] for c in ran if " pack " in c] == [f"{out}/sweep/grpo_s0"]
     # Its final checkpoint is probed from the restored run dir.
     assert any(c.startswith("probe.py") and f"model.path={out}/sweep/grpo_s0/checkpoints/checkpoint-300" in c
                for c in ran)
+
+
+def test_interrupted_arms_resume_two_at_a_time_before_the_fresh_ones(tmp_path):
+    out = tmp_path / "out"
+    for name in ("base", "null"):
+        (out / "large" / name).mkdir(parents=True)
+        (out / "large" / name / "problems.csv").write_text("problem_id,n,c\n")
+    archive = _archives(tmp_path, ["toy2_base", "toy2_base_null"])
+    stopped = ARMS[:3]
+    for arm in stopped:
+        (out / "sweep" / arm / ".hydra").mkdir(parents=True)
+    # Each resume records how many resumes run beside it as it starts, then waits (up to 60 s) until
+    # a second one has started or a first one has ended: run one at a time, the first would wait out
+    # its minute alone and say so.
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    body = (f'case "$2" in resume=*) a=$(basename "${{2#resume=}}"); touch {marks}/start.$a; '
+            f's=$(ls {marks} | grep -c start); e=$(ls {marks} | grep -c end); echo "$a running=$((s - e))" >> {marks}.log; '
+            f'i=0; while [ $(ls {marks} | grep -c start) -lt 2 ] && [ $(ls {marks} | grep -c end) -lt 1 ]; do '
+            f'i=$((i + 1)); [ $i -gt 600 ] && echo "$a waited alone" >> {marks}.log && break; sleep 0.1; done; '
+            f'touch {marks}/end.$a;; esac')
+    fake, calls = _fake_python(tmp_path, body)
+    proc = _script(out, fake, archive)
+    assert proc.returncode == 0, proc.stderr
+    log = (tmp_path / "marks.log").read_text().splitlines()
+    assert "waited alone" not in "\n".join(log) and len(log) == 3
+    assert max(int(x.split("running=")[1]) for x in log) == 2  # never three at once
+    ran = calls.read_text().splitlines()
+    resumed = [c for c in ran if c.startswith("train.py resume=")]
+    assert sorted(resumed) == [f"train.py resume={out}/sweep/{a}" for a in stopped]
+    sweep = ran.index(next(c for c in ran if c.startswith("train.py -m")))
+    assert all(ran.index(c) < sweep for c in resumed) and ran[sweep].endswith(f"+arm={','.join(ARMS[3:])}")
 
 
 def test_a_refused_restore_stops_the_script(tmp_path):
@@ -247,26 +288,38 @@ def test_arms_that_finished_are_packed_even_when_the_sweep_fails(tmp_path):
         (out / "large" / name).mkdir(parents=True)
         (out / "large" / name / "problems.csv").write_text("problem_id,n,c\n")
     archive = _archives(tmp_path, ["toy2_base", "toy2_base_null"])
-    # The sweep finishes grpo_s1 and grpo_s2, then fails (exit 1).
-    fake, calls = _fake_python(tmp_path, f'if [ "$1" = train.py ]; then for a in grpo_s1 grpo_s2; do '
-                                         f'mkdir -p {out}/sweep/$a && echo ok > {out}/sweep/$a/training_done; '
+    # The sweep finishes grpo_s1 and grpo_s2, saves a checkpoint of grpo_shuffled_reward, then fails.
+    ck = "checkpoints/checkpoint-50"
+    fake, calls = _fake_python(tmp_path, f'if [ "$1" = train.py ]; then for a in grpo_s1 grpo_s2 grpo_shuffled_reward; '
+                                         f'do mkdir -p {out}/sweep/$a/{ck} && echo ok > {out}/sweep/$a/{ck}/boundlab_complete; '
+                                         f'done; for a in grpo_s1 grpo_s2; do echo ok > {out}/sweep/$a/training_done; '
                                          f'done; exit 1; fi')
     proc = _script(out, fake, archive)
     assert proc.returncode == 1
     ran = calls.read_text().splitlines()
-    assert [c.split()[3] for c in ran if " pack " in c] == [f"{out}/sweep/grpo_s1", f"{out}/sweep/grpo_s2"]
+    # The finished ones and the one stopped midway (to be resumed from its packing elsewhere).
+    assert [c.split()[3] for c in ran if " pack " in c] == [f"{out}/sweep/{a}" for a in
+                                                            ("grpo_s1", "grpo_s2", "grpo_shuffled_reward")]
     assert ran[-1].startswith("-m boundlab.probe.run_archive pack")  # nothing after the failure but packing
 
 
-def test_pack_only_packs_the_finished_arms(tmp_path):
+def test_pack_only_packs_every_arm_with_a_checkpoint(tmp_path):
     out = tmp_path / "out"
     (out / "sweep" / "grpo_s0").mkdir(parents=True)
     (out / "sweep" / "grpo_s0" / "training_done").write_text("ok\n")
-    (out / "sweep" / "grpo_s1" / ".hydra").mkdir(parents=True)  # killed midway: not carried
+    _complete_checkpoint(out / "sweep" / "grpo_s0")
+    _complete_checkpoint(out / "sweep" / "grpo_s1", 100)  # stopped midway: packed to be resumed
+    (out / "sweep" / "grpo_s2" / ".hydra").mkdir(parents=True)  # stopped before its first checkpoint
+    (out / "sweep" / "grpo_s2" / "checkpoints" / "checkpoint-50").mkdir(parents=True)  # killed mid-save
     archive = _archives(tmp_path, [])
     fake, calls = _fake_python(tmp_path, '[ "$1" = -c ] && exit 1; exit 0')  # the store holds no large probe
     proc = _script(out, fake, archive, PACK_ONLY="1")
     assert proc.returncode == 0, proc.stderr
     assert [c for c in calls.read_text().splitlines() if "run_archive" in c] == [
-        f"-m boundlab.probe.run_archive pack {out}/sweep/grpo_s0 --out {archive}/arms/grpo_s0 "
-        f"--store {out}/store.sqlite"]
+        f"-m boundlab.probe.run_archive pack {out}/sweep/{a} --out {archive}/arms/{a} "
+        f"--store {out}/store.sqlite --allow-unfinished" for a in ("grpo_s0", "grpo_s1")]
+    # One that cannot be packed does not keep the others from it, and the script says so by its status.
+    fake, calls = _fake_python(tmp_path, '[ "$1" = -c ] && exit 1; case "$4" in *grpo_s0) exit 2;; esac; exit 0')
+    calls.unlink()
+    proc = _script(out, fake, archive, PACK_ONLY="1")
+    assert proc.returncode == 1 and len([c for c in calls.read_text().splitlines() if "run_archive" in c]) == 2

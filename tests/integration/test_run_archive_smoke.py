@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from boundlab.models import model_fingerprint
+
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,3 +101,41 @@ def test_a_packed_run_restored_on_a_fresh_machine_reports_and_probes_the_same(wo
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"(probe {final_key})" in proc.stdout
     assert "all samples came from the store (nothing new to sample)" in proc.stdout
+
+
+def test_a_run_stopped_midway_packed_and_restored_elsewhere_resumes_to_the_same_weights(tmp_path, env, smoke_run):
+    """The session's smoke run as it stood after step 2 (checkpoint 4, its probe and training_done
+    removed: a run stopped there), packed with --allow-unfinished, deleted with its store, restored
+    in another folder and resumed with `train.py resume=`: the resumed step 4 has the uninterrupted
+    run's weights (the packed trainer state is complete), so its probe has the same key."""
+    from smoke_kit import copy_smoke_run, train_env
+
+    run = copy_smoke_run(smoke_run, tmp_path / "first")
+    whole_fp = model_fingerprint(str(run / "checkpoints" / "checkpoint-4"))
+    rows = [json.loads(x) for x in (run / "probes.jsonl").read_text().splitlines()]
+    step4_key = next(r["probe_key"] for r in rows if r.get("kind") == "checkpoint" and r["step"] == 4)
+    (run / "probes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows if r.get("step") != 4))
+    shutil.rmtree(run / "checkpoints" / "checkpoint-4")
+    (run / "training_done").unlink()
+
+    out = tmp_path / "archive" / "arms" / "grpo_s0"
+    e1 = dict(env, **{k: v for k, v in train_env(tmp_path / "first").items() if k == "BOUNDLAB_STORE"})
+    proc = cli(["-m", "boundlab.probe.run_archive", "pack", str(run), "--out", str(out),
+                "--store", e1["BOUNDLAB_STORE"], "--allow-unfinished"], tmp_path, e1)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["finished"] is False
+    shutil.rmtree(tmp_path / "first")  # the machine goes away
+
+    second = tmp_path / "second"
+    e2 = dict(env, BOUNDLAB_STORE=str(second / "store.sqlite"))
+    proc = cli(["-m", "boundlab.probe.run_archive", "restore", str(out), "--sweep-dir", str(second / "sweep"),
+                "--store", e2["BOUNDLAB_STORE"]], tmp_path, e2)
+    assert proc.returncode == 0, proc.stderr
+    restored = second / "sweep" / "grpo_s0"
+    assert not (restored / "training_done").exists()
+    proc = cli([str(ROOT / "train.py"), f"resume={restored}"], second, e2, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (restored / "training_done").is_file()
+    assert model_fingerprint(str(restored / "checkpoints" / "checkpoint-4")) == whole_fp
+    rows = [json.loads(x) for x in (restored / "probes.jsonl").read_text().splitlines()]
+    assert [r["probe_key"] for r in rows if r.get("kind") == "checkpoint" and r["step"] == 4] == [step4_key]

@@ -29,8 +29,22 @@ probe of the restored checkpoint has the original's probe key), the probes are m
 has `training_done` and is never trained again, always has its probes. An existing run dir is never
 written to: one that already holds every carried file, byte for byte, is left as it is; any other is
 refused in one line (move it aside to restore the packed run). `pack` writes a new folder the same
-way (staged, renamed) and refuses an unfinished run, a final checkpoint not probed yet, and an
-existing archive that differs from the run; packing the same run again changes nothing.
+way (staged, renamed) and refuses an unfinished run, a final checkpoint not probed yet, a run dir
+whose trainer or prober is alive (its locks), and an existing archive that differs from the run;
+packing the same run again changes nothing.
+
+An unfinished run (`pack --allow-unfinished`, for a run stopped when its machine goes away) is
+packed to be resumed: the whole run dir but the checkpoints and the locks (the W&B folders and
+segment records too, so the resume re-logs exactly what a resume on the first machine would), its
+latest complete checkpoint whole (optimizer, scheduler, RNG: what `train.py resume=` continues
+from), the model files of any checkpoint not probed yet, its finished probes and the samples of a
+probe stopped midway (the store's probes of those checkpoints' fingerprints; an unfinished base
+probe is not carried: it is shared by every arm, and sampled again). The manifest says
+`"finished": false` and counts each probe's samples. Restored, it is a run dir without
+`training_done`, which `train.py resume=DIR` continues. Packing it again later replaces the archive
+only with a continuation of it (the same config byte for byte, no earlier step, no probe with fewer
+samples), finished or not; restoring it where the same run is already as far along (or finished)
+keeps the local run dir and merges the probes. A finished packing is never replaced.
 """
 
 from __future__ import annotations
@@ -51,8 +65,10 @@ from boundlab.models import _trainer_state_file, model_fingerprint
 from boundlab.probe import archive
 from boundlab.probe.store import Store
 from boundlab.rundir import (ALARMS_FILE, BOUNDARY_CSV, BOUNDARY_GROUPS_CSV, CHECKPOINTS_DIR, DONE_MARKER,
-                             HYDRA_DIR, PROBES_FILE, RESUMES_FILE, RUN_INFO, TRAIN_LOG)
-from boundlab.rundir.checkpoints import latest_complete, step_of
+                             HYDRA_CONFIG, HYDRA_DIR, PROBE_LOCK, PROBES_FILE, RESUMES_FILE, RUN_INFO, TRAIN_LOCK,
+                             TRAIN_LOG)
+from boundlab.rundir.checkpoints import checkpoints, latest_complete, step_of
+from boundlab.rundir.lock import held_by
 from boundlab.rundir.io import read_jsonl
 
 PROBES_ARCHIVE = "probes" + archive.SUFFIX
@@ -73,28 +89,53 @@ class RunArchiveError(UserError):
     """A run that cannot be packed, or an archive that cannot be restored (one line, exit 2)."""
 
 
-def carried_files(run_dir: Path) -> tuple[list[str], int]:
-    """The run-dir paths (relative, sorted) an archive carries, and the final checkpoint's step."""
-    missing = [f for f in NEEDED if not (run_dir / f).is_file()]
-    if DONE_MARKER in missing:
-        raise RunArchiveError(f"{run_dir} has not finished training (no {DONE_MARKER}): only a finished "
-                              f"run is packed; resume it first (train.py resume={run_dir})")
-    if missing:
-        raise RunArchiveError(f"{run_dir} is not a complete run dir: {', '.join(missing)} missing")
+def carried_files(run_dir: Path, unfinished: bool = False) -> tuple[list[str], int]:
+    """The run-dir paths (relative, sorted) an archive carries, and the final (for an unfinished
+    run: the latest complete) checkpoint's step. An unfinished run carries its whole run dir but
+    the checkpoints and the locks, and its latest complete checkpoint whole, trainer state included
+    (what `train.py resume=` continues from); `_manifest` adds the unprobed checkpoints' models."""
+    if unfinished:
+        if (run_dir / DONE_MARKER).is_file():
+            raise RunArchiveError(f"{run_dir} has finished training: it is packed as a finished run")
+        if not (run_dir / HYDRA_CONFIG).is_file():
+            raise RunArchiveError(f"{run_dir} is not a run dir ({HYDRA_CONFIG} missing)")
+    else:
+        missing = [f for f in NEEDED if not (run_dir / f).is_file()]
+        if DONE_MARKER in missing:
+            raise RunArchiveError(f"{run_dir} has not finished training (no {DONE_MARKER}): only a finished "
+                                  f"run is packed (--allow-unfinished packs it to be resumed elsewhere); "
+                                  f"or resume it first (train.py resume={run_dir})")
+        if missing:
+            raise RunArchiveError(f"{run_dir} is not a complete run dir: {', '.join(missing)} missing")
     final = latest_complete(run_dir / CHECKPOINTS_DIR)
     if final is None:
-        raise RunArchiveError(f"{run_dir} has no complete checkpoint to carry")
-    files = list(NEEDED) + [f for f in OPTIONAL if (run_dir / f).is_file()]
+        raise RunArchiveError(f"{run_dir} has no complete checkpoint to carry"
+                              + (" yet: nothing to resume from" if unfinished else ""))
+    if unfinished:
+        files = [str(f.relative_to(run_dir)) for f in sorted(run_dir.rglob("*"))
+                 if f.is_file() and not f.is_symlink() and f.relative_to(run_dir).parts[0] != CHECKPOINTS_DIR
+                 and f.name not in (TRAIN_LOCK, PROBE_LOCK)]
+    else:
+        files = list(NEEDED) + [f for f in OPTIONAL if (run_dir / f).is_file()]
     for f in sorted(final.rglob("*")):
-        if f.is_file() and not f.is_symlink() and not _trainer_state_file(f.name):
+        if f.is_file() and not f.is_symlink() and (unfinished or not _trainer_state_file(f.name)):
             files.append(str(f.relative_to(run_dir)))
     return sorted(files), step_of(final)
 
 
-def _probe_rows(run_dir: Path, final_step: int) -> list[dict[str, Any]]:
+def _model_files(ckpt: Path, run_dir: Path) -> list[str]:
+    return [str(f.relative_to(run_dir)) for f in sorted(ckpt.rglob("*"))
+            if f.is_file() and not f.is_symlink() and not _trainer_state_file(f.name)]
+
+
+def _probe_rows(run_dir: Path, final_step: int, unfinished: bool = False) -> list[dict[str, Any]]:
+    if unfinished and not (run_dir / PROBES_FILE).is_file():
+        return []
     rows = read_jsonl(run_dir / PROBES_FILE, repair=False)
     probes = [{"kind": r.get("kind"), "step": int(r["step"]), "key": r["probe_key"]}
               for r in rows if r.get("probe_key")]
+    if unfinished:
+        return probes
     if not any(p["kind"] == "base" for p in probes):
         raise RunArchiveError(f"{run_dir / PROBES_FILE} has no base probe")
     if not any(p["kind"] == "checkpoint" and p["step"] == final_step for p in probes):
@@ -103,32 +144,62 @@ def _probe_rows(run_dir: Path, final_step: int) -> list[dict[str, Any]]:
     return probes
 
 
-def _model_fp_in_store(store: Path, key: str) -> str | None:
+def _store_facts(store: Path, keys: list[str], in_flight_fps: dict[str, int]) -> tuple[dict, dict, list]:
+    """From `store`, read-only: each key's model fingerprint (None when absent) and sample count,
+    and the probes of the models `in_flight_fps` names (fingerprint -> checkpoint step), as rows."""
     s = Store(store, writable=False)
     try:
-        info = s.probe_info(key)
+        fps = {k: (info["model_fp"] if (info := s.probe_info(k)) else None) for k in keys}
+        in_flight = [{"kind": "in_flight", "step": in_flight_fps[p["model_fp"]], "key": p["key"]}
+                     for p in s.list_probes() if p["model_fp"] in in_flight_fps and p["key"] not in keys]
+        counts = {k: s.db.execute("SELECT COUNT(*) FROM samples WHERE key=?", (k,)).fetchone()[0]
+                  for k in keys + [p["key"] for p in in_flight]}
     finally:
         s.close()
-    return None if info is None else info["model_fp"]
+    return fps, counts, in_flight
 
 
-def _manifest(run_dir: Path, store: Path) -> dict[str, Any]:
-    files, final = carried_files(run_dir)
-    probes = _probe_rows(run_dir, final)
+def _manifest(run_dir: Path, store: Path, unfinished: bool = False) -> dict[str, Any]:
+    files, final = carried_files(run_dir, unfinished)
+    probes = _probe_rows(run_dir, final, unfinished)
     ckpt = run_dir / CHECKPOINTS_DIR / f"checkpoint-{final}"
     fp = model_fingerprint(str(ckpt))
-    final_key = [p["key"] for p in probes if p["kind"] == "checkpoint" and p["step"] == final][-1]
-    stored = _model_fp_in_store(store, final_key)
-    if stored is None:
-        raise RunArchiveError(f"the final checkpoint's probe {final_key} is not in the store {store}: "
+    probed = {p["step"] for p in probes if p["kind"] == "checkpoint"}
+    in_flight_fps: dict[str, int] = {}
+    if unfinished:  # checkpoints not probed yet go along (the resume probes them), and so do the
+        # samples a probe of them had stored when it was stopped (found by model fingerprint)
+        for step, path in checkpoints(run_dir / CHECKPOINTS_DIR):
+            if step not in probed:
+                in_flight_fps[fp if step == final else model_fingerprint(str(path))] = step
+                files = sorted(set(files) | set(_model_files(path, run_dir)))
+    keys = [p["key"] for p in probes]
+    fps, counts, in_flight = _store_facts(store, keys, in_flight_fps)
+    if missing := [k for k in keys if fps[k] is None]:
+        raise RunArchiveError(f"probe {missing[0]} of {run_dir / PROBES_FILE} is not in the store {store}: "
                               f"pass the store the run probed into (--store)")
-    if stored != fp:
-        raise RunArchiveError(f"{ckpt} has model fingerprint {fp}, but its probe {final_key} was made "
-                              f"with {stored}: the checkpoint changed after it was probed; not packed")
-    return {"format": FORMAT, "run": run_dir.name, "final_step": final, "model_fingerprint": fp,
-            "probes": probes,
+    if final in probed:
+        final_key = [p["key"] for p in probes if p["kind"] == "checkpoint" and p["step"] == final][-1]
+        if fps[final_key] != fp:
+            raise RunArchiveError(f"{ckpt} has model fingerprint {fp}, but its probe {final_key} was made "
+                                  f"with {fps[final_key]}: the checkpoint changed after it was probed; not packed")
+    return {"format": FORMAT, "run": run_dir.name, "finished": not unfinished, "final_step": final,
+            "model_fingerprint": fp, "probes": probes + in_flight, "samples": counts,
             "files": {f: {"bytes": (run_dir / f).stat().st_size, "sha256": file_digest(run_dir / f)["sha256"]}
                       for f in files}}
+
+
+def _continues(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """Why the packing `new` is not a continuation of the unfinished packing `old` (None if it is):
+    the same run (its config, byte for byte), no earlier step, every old probe with no fewer samples."""
+    cfg = str(HYDRA_CONFIG)
+    if old["files"].get(cfg) != new["files"].get(cfg):
+        return f"its {cfg} differs: another run"
+    if new["final_step"] < old["final_step"]:
+        return f"it is at step {new['final_step']}, the archive at {old['final_step']}"
+    lost = [k for k, n in old.get("samples", {}).items() if new["samples"].get(k, 0) < n]
+    if lost:
+        return f"the run's store has fewer samples of probe {lost[0]} than the archive"
+    return None
 
 
 def _differs(run_dir: Path, files: dict[str, dict[str, Any]]) -> str | None:
@@ -161,21 +232,34 @@ def _tar_filter(info: tarfile.TarInfo) -> tarfile.TarInfo:
     return info
 
 
-def pack(run_dir: str | Path, out: str | Path, store: str | Path) -> dict[str, Any]:
-    """Write the finished run `run_dir` (and its probes in `store`) to the archive folder `out`."""
+def pack(run_dir: str | Path, out: str | Path, store: str | Path, allow_unfinished: bool = False) -> dict[str, Any]:
+    """Write the run `run_dir` (and its probes in `store`) to the archive folder `out`: a finished
+    run, or with `allow_unfinished` one stopped midway, packed to be resumed (see the docstring)."""
     run_dir, out, store = Path(run_dir).expanduser(), Path(out).expanduser(), Path(store).expanduser()
     if not run_dir.is_dir():
         raise RunArchiveError(f"run dir {run_dir} does not exist")
     if not store.is_file():
         raise StoreError(f"store {store} does not exist")
-    man = _manifest(run_dir, store)
+    for lock_name in (TRAIN_LOCK, PROBE_LOCK):
+        if holder := held_by(run_dir, lock_name):
+            raise RunArchiveError(f"{run_dir} is in use ({lock_name} is held by {holder}); stop it first, "
+                                  f"then pack (a resume continues from the packed state)")
+    unfinished = allow_unfinished and not (run_dir / DONE_MARKER).is_file()
+    man = _manifest(run_dir, store, unfinished)
+    replaced = None
     if out.exists():
         old = _read_manifest(out)
-        if (old["files"], old["probes"]) != (man["files"], man["probes"]):
+        if (old["files"], old["probes"], old.get("samples")) == (man["files"], man["probes"], man["samples"]):
+            return {"archive": str(out), "packed_already": True, **_sizes(out)}
+        if old.get("finished", True):
             why = _differs(run_dir, old["files"]) or "the run has other files or probes"
             raise RunArchiveError(f"{out} already holds another packing ({why}); it was left as it is: "
                                   f"move it aside to pack {run_dir}")
-        return {"archive": str(out), "packed_already": True, **_sizes(out)}
+        why = _continues(old, man)
+        if why:
+            raise RunArchiveError(f"{out} holds an unfinished packing that {run_dir} does not continue ({why}); "
+                                  f"it was left as it is: move it aside to pack {run_dir}")
+        replaced = old["final_step"]
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".pack-{out.name}-", dir=out.parent) as tmp:
         staged = Path(tmp) / out.name
@@ -189,8 +273,11 @@ def pack(run_dir: str | Path, out: str | Path, store: str | Path) -> dict[str, A
         if why:
             raise RunArchiveError(f"{run_dir} changed while it was packed ({why}); nothing was written")
         (staged / MANIFEST).write_text(json.dumps(man, indent=1) + "\n")
+        if replaced is not None:  # the older unfinished packing goes into the staging folder (deleted)
+            os.rename(out, Path(tmp) / "replaced")
         os.rename(staged, out)
-    return {"archive": str(out), "packed_already": False, **_sizes(out)}
+    return {"archive": str(out), "packed_already": False, "finished": man["finished"],
+            "step": man["final_step"], "replaced_step": replaced, **_sizes(out)}
 
 
 def _sizes(out: Path) -> dict[str, Any]:
@@ -213,18 +300,36 @@ def _extract(tar_path: Path, dest: Path, files: dict[str, Any]) -> None:
             os.utime(out, (m.mtime, m.mtime))
 
 
+def _kept_local(dest: Path, man: dict[str, Any]) -> str | None:
+    """Why the existing run dir `dest` is kept instead of the unfinished packing `man` (None: refuse):
+    the same run (its config, byte for byte), finished or at least as far along."""
+    cfg = dest / HYDRA_CONFIG
+    want = man["files"].get(str(HYDRA_CONFIG))
+    if not dest.is_dir() or not cfg.is_file() or want is None or file_digest(cfg)["sha256"] != want["sha256"]:
+        return None
+    if (dest / DONE_MARKER).is_file():
+        return "it has finished training"
+    latest = latest_complete(dest / CHECKPOINTS_DIR)
+    if latest is not None and step_of(latest) >= man["final_step"]:
+        return f"it is at step {step_of(latest)}, the packing at {man['final_step']}"
+    return None
+
+
 def restore_one(folder: str | Path, sweep_dir: str | Path, store: str | Path) -> dict[str, Any]:
     """Restore the archive `folder` as the run dir `sweep_dir/<folder's name>` (see the docstring)."""
     folder, sweep_dir, store = Path(folder).expanduser(), Path(sweep_dir).expanduser(), Path(store).expanduser()
     man = _read_manifest(folder)
+    finished = man.get("finished", True)
     dest = sweep_dir / folder.name
     if dest.exists() or dest.is_symlink():
-        why = _differs(dest, man["files"]) if dest.is_dir() else "it is not a folder"
+        kept = None if finished else _kept_local(dest, man)
+        why = None if kept else (_differs(dest, man["files"]) if dest.is_dir() else "it is not a folder")
         if why:
             raise RunArchiveError(f"{dest} exists and is not the packed run {folder} ({why}); it was left as "
                                   f"it is: move it aside to restore the packed run")
         probes = archive.unpack(folder / PROBES_ARCHIVE, store)  # the store may be new: merge (idempotent)
-        return {"run_dir": str(dest), "restored": False, "probes": probes["probes"]}
+        return {"run_dir": str(dest), "restored": False, "kept": kept or "it is the packed run",
+                "probes": probes["probes"]}
     sweep_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".restore-{folder.name}-", dir=sweep_dir) as tmp:
         staged = Path(tmp) / folder.name
@@ -247,7 +352,7 @@ def restore_one(folder: str | Path, sweep_dir: str | Path, store: str | Path) ->
         if dest.exists():
             raise RunArchiveError(f"{dest} appeared while {folder} was restored; it was left as it is")
         os.rename(staged, dest)
-    return {"run_dir": str(dest), "restored": True, "final_step": man["final_step"],
+    return {"run_dir": str(dest), "restored": True, "finished": finished, "final_step": man["final_step"],
             "model_fingerprint": man["model_fingerprint"], "probes": probes["probes"]}
 
 
@@ -261,6 +366,8 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("run_dir")
     p.add_argument("--out", required=True, help="the archive folder (created; an identical one is kept)")
     p.add_argument("--store", required=True, help="the store the run probed into")
+    p.add_argument("--allow-unfinished", action="store_true",
+                   help="pack a run stopped midway too, to be resumed elsewhere (train.py resume=)")
     r = sub.add_parser("restore", help="archive folders back into run dirs SWEEP_DIR/<folder name>")
     r.add_argument("archives", nargs="+")
     r.add_argument("--sweep-dir", required=True)
@@ -268,7 +375,7 @@ def main(argv: Sequence[str]) -> int:
     args = ap.parse_args(argv)
     if args.cmd == "pack":
         try:
-            report: Any = pack(args.run_dir, args.out, args.store)
+            report: Any = pack(args.run_dir, args.out, args.store, args.allow_unfinished)
         except UserError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2

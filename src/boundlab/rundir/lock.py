@@ -107,6 +107,27 @@ def acquire(run_dir: str | Path, name: str, what: str) -> bool:
     return True
 
 
+def held_by(run_dir: str | Path, name: str) -> str | None:
+    """Who holds RUN_DIR/name now (its holder line), or None when no process does. Only looks:
+    a shared, non-blocking flock on a read-only descriptor, dropped at once; nothing is written."""
+    import fcntl
+
+    path = Path(run_dir) / name
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None  # never taken here (or unreadable: nothing to say who)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return _describe(path)
+        return None
+    finally:
+        os.close(fd)  # drops the shared lock, if taken
+    return None
+
+
 def release(run_dir: str | Path, name: str) -> None:
     key = str((Path(run_dir) / name).resolve())
     held = _HELD.get(key)
