@@ -86,6 +86,10 @@ def test_pack_carries_the_records_and_the_final_models_files_only(tmp_path):
     before = _tree(out)
     assert pack(run, out, store)["packed_already"] is True
     assert _tree(out) == before and sorted(p.name for p in (tmp_path / "arms").iterdir()) == ["grpo_s0"]
+    # So is an archive packed before manifests counted each probe's samples.
+    man.pop("samples")
+    (out / MANIFEST).write_text(json.dumps(man, indent=1) + "\n")
+    assert pack(run, out, store)["packed_already"] is True
 
 
 def test_restore_into_a_new_store_and_folder_gives_the_run_dir_and_probes_back(tmp_path):

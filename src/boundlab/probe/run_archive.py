@@ -249,7 +249,9 @@ def pack(run_dir: str | Path, out: str | Path, store: str | Path, allow_unfinish
     replaced = None
     if out.exists():
         old = _read_manifest(out)
-        if (old["files"], old["probes"], old.get("samples")) == (man["files"], man["probes"], man["samples"]):
+        # (an archive written before sample counts were recorded is compared without them)
+        if (old["files"], old["probes"], old.get("samples", man["samples"])) == (man["files"], man["probes"],
+                                                                                  man["samples"]):
             return {"archive": str(out), "packed_already": True, **_sizes(out)}
         if old.get("finished", True):
             why = _differs(run_dir, old["files"]) or "the run has other files or probes"
