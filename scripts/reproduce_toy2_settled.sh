@@ -115,13 +115,19 @@ pack_arms() {  # every arm with a complete checkpoint (with DRY_RUN=1: every arm
   return "$failed"
 }
 
-# The large probes' model names (the arms' as well: toy2_settled_<arm>).
+# The large probes' model names (the arms' as well: toy2_settled_<arm>) and their folders under $LARGE.
 LARGE_MODELS=(toy2_base toy2_base_null)
-for arm in "${ARMS[@]}"; do LARGE_MODELS+=("toy2_settled_$arm"); done
+LARGE_DIRS=(base null)
+for arm in "${ARMS[@]}"; do LARGE_MODELS+=("toy2_settled_$arm"); LARGE_DIRS+=("$arm"); done
 
 if [[ "${PACK_ONLY:-0}" == 1 ]]; then
-  for m in "${LARGE_MODELS[@]}"; do
-    if "$PY" -c "import sqlite3, sys; db = sqlite3.connect(f'file:{sys.argv[1]}?mode=ro', uri=True)
+  for i in "${!LARGE_MODELS[@]}"; do
+    m=${LARGE_MODELS[$i]}
+    # A probe that finished before its archive was written is in it already (about a minute saved
+    # for each: packing rereads every sample).
+    if [[ -e "$LARGE/${LARGE_DIRS[$i]}/problems.csv" && "$ARCHIVE/$m.sqlite.xz" -nt "$LARGE/${LARGE_DIRS[$i]}/problems.csv" ]]; then
+      echo "[reproduce_toy2_settled] packed already: $ARCHIVE/$m.sqlite.xz"
+    elif "$PY" -c "import sqlite3, sys; db = sqlite3.connect(f'file:{sys.argv[1]}?mode=ro', uri=True)
 sys.exit(0 if db.execute('SELECT 1 FROM probes WHERE model_name=?', (sys.argv[2],)).fetchone() else 1)" \
       "$BOUNDLAB_STORE" "$m" 2>/dev/null; then
       pack "$m"

@@ -112,6 +112,20 @@ def test_pack_only_packs_the_experiments_probes_the_store_holds(tmp_path):
     assert sorted(p.name for p in archive.iterdir()) == ["toy2_base.sqlite.xz"]  # only the experiment's
 
 
+def test_pack_only_skips_a_finished_probe_already_packed(tmp_path):
+    out = tmp_path / "out"
+    for name in ("base", "null"):
+        (out / "large" / name).mkdir(parents=True)
+        (out / "large" / name / "problems.csv").write_text("problem_id,n,c\n")
+    archive = _archives(tmp_path, ["toy2_base"])  # packed after base finished; the null never packed
+    fake, calls = _fake_python(tmp_path, "exit 0")  # the store holds every probe asked about
+    proc = _script(out, fake, archive, PACK_ONLY="1")
+    assert proc.returncode == 0, proc.stderr
+    assert f"packed already: {archive}/toy2_base.sqlite.xz" in proc.stdout
+    packs = [c.split("--models ")[1].split()[0] for c in calls.read_text().splitlines() if "store pack" in c]
+    assert packs == ["toy2_base_null", *(f"toy2_settled_{a}" for a in ARMS)]
+
+
 @pytest.mark.parametrize("i", [0, 1, *FINALS, *REPORTS])
 def test_every_probe_and_report_command_composes(commands, i):
     cfg = _cfg_job(commands[i])
