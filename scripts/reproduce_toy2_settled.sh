@@ -116,8 +116,8 @@ pack_arms() {  # every arm with a complete checkpoint (with DRY_RUN=1: every arm
 }
 
 # The large probes' model names (the arms' as well: toy2_settled_<arm>) and their folders under $LARGE.
-LARGE_MODELS=(toy2_base toy2_base_null)
-LARGE_DIRS=(base null)
+LARGE_MODELS=(toy2_base toy2_base_null toy2_base_focus)
+LARGE_DIRS=(base null base_focus)
 for arm in "${ARMS[@]}"; do LARGE_MODELS+=("toy2_settled_$arm"); LARGE_DIRS+=("$arm"); done
 
 if [[ "${PACK_ONLY:-0}" == 1 ]]; then
@@ -202,8 +202,29 @@ for arm in "${ARMS[@]}"; do
   large_probe "$arm" "toy2_settled_$arm" model=toy2 "model.path=$SWEEP/$arm/checkpoints/checkpoint-$FINAL"
 done
 
-# 4. The reports (rewritten every time: they only read the store).
+# 3b. The base, symmetric on what the arms lose: the adaptive base stops early on a problem it
+# certifies, and the problems an arm loses at 256 are such problems, while the arm's own probe runs
+# them to 4096 (0 successes never certify). So the base is probed again on every problem any arm
+# loses at 256 (boundlab.probe.focus), at a fixed n = 4096: a probe of its own (toy2_base_focus).
+# Redone when the set changes (the ids file is rewritten only then).
+arm_models=$(IFS=,; for arm in "${ARMS[@]}"; do printf 'toy2_settled_%s,' "$arm"; done)
+FOCUS="$LARGE/focus_ids.txt"
+run "" "$PY" -m boundlab.probe.focus --store "$BOUNDLAB_STORE" --base toy2_base --arms "${arm_models%,}" \
+  --k 256 --out "$FOCUS"
+focus_done="$LARGE/base_focus/problems.csv"
+if [[ "${DRY_RUN:-0}" == 1 ]] || [[ -s "$FOCUS" && ! ( -e "$focus_done" && "$focus_done" -nt "$FOCUS" ) ]]; then
+  run "" "$PY" probe.py model=toy2 probe.seed=0 model.name=toy2_base_focus "${SLICE[@]}" "$NON_X" \
+    "task.problems_from=$FOCUS" probe=toy2_large probe.adaptive=false logger=none "hydra.run.dir=$LARGE/base_focus"
+  if [[ "${DRY_RUN:-0}" != 1 ]]; then pack toy2_base_focus; fi
+fi
+
+# 4. The reports (rewritten every time: they only read the store). The focus report compares the
+# base's fixed 4096 samples with each arm's large probe on the problems the arms lose.
 run "" "$PY" report.py "base=$SWEEP" "sweeps=[$SWEEP]" "out=$REPORT/sweep"
-models=$(IFS=,; printf 'toy2_base_null'; for arm in "${ARMS[@]}"; do printf ',toy2_settled_%s' "$arm"; done)
-run "" "$PY" report.py base=toy2_base "models=[$models]" "${SLICE[@]}" "$NON_X" "out=$REPORT/large"
-[[ "${DRY_RUN:-0}" == 1 ]] || echo "[reproduce_toy2_settled] reports: $REPORT/sweep/report.md, $REPORT/large/report.md"
+run "" "$PY" report.py base=toy2_base "models=[toy2_base_null,${arm_models%,}]" "${SLICE[@]}" "$NON_X" \
+  "out=$REPORT/large"
+if [[ "${DRY_RUN:-0}" == 1 || -s "$FOCUS" ]]; then
+  run "" "$PY" report.py base=toy2_base_focus "models=[${arm_models%,}]" "${SLICE[@]}" "$NON_X" \
+    "task.problems_from=$FOCUS" "out=$REPORT/focus"
+fi
+[[ "${DRY_RUN:-0}" == 1 ]] || echo "[reproduce_toy2_settled] reports: $REPORT/{sweep,large,focus}/report.md"

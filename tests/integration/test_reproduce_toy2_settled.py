@@ -39,9 +39,10 @@ def commands(tmp_path_factory):
 
 
 # Where each kind of command is in the DRY_RUN sequence: base, null, the sweep, each arm packed,
-# each arm's final probe, the two reports.
+# each arm's final probe, the focus set and the base's focus probe, the three reports.
 FINALS = range(9, 15)
-REPORTS = range(15, 17)
+FOCUS_SET, FOCUS_PROBE = 15, 16
+REPORTS = range(17, 20)
 
 
 def test_the_sequence_is_base_null_sweep_packs_finals_reports(commands, tmp_path):
@@ -49,7 +50,7 @@ def test_the_sequence_is_base_null_sweep_packs_finals_reports(commands, tmp_path
                                                    None)) for c in commands]
     out = str(_out(commands))
     assert [k for k, _ in kinds] == (["probe.py", "probe.py", "train.py"] + ["boundlab.probe.run_archive"] * 6
-                                     + ["probe.py"] * 6 + ["report.py"] * 2)
+                                     + ["probe.py"] * 6 + ["boundlab.probe.focus", "probe.py"] + ["report.py"] * 3)
     assert [d for _, d in kinds[:2]] == [f"{out}/large/base", f"{out}/large/null"]
     assert [kinds[i][1] for i in FINALS] == [f"{out}/large/{arm}" for arm in ARMS]
     sweep = commands[2]
@@ -57,6 +58,14 @@ def test_the_sequence_is_base_null_sweep_packs_finals_reports(commands, tmp_path
     # Each final probe reads its own arm's last checkpoint.
     for arm, i in zip(ARMS, FINALS):
         assert f"model.path={out}/sweep/{arm}/checkpoints/checkpoint-300" in commands[i]
+    # The base again, at a fixed 4096, on every problem an arm loses at 256; its report beside the arms.
+    arms = ",".join(f"toy2_settled_{a}" for a in ARMS)
+    assert commands[FOCUS_SET][3:] == ["--store", f"{out}/store.sqlite", "--base", "toy2_base", "--arms", arms,
+                                       "--k", "256", "--out", f"{out}/large/focus_ids.txt"]
+    assert kinds[FOCUS_PROBE][1] == f"{out}/large/base_focus"
+    assert {"model.name=toy2_base_focus", f"task.problems_from={out}/large/focus_ids.txt",
+            "probe.adaptive=false"} <= set(commands[FOCUS_PROBE])
+    assert commands[REPORTS[2]][2] == "base=toy2_base_focus" and f"models=[{arms}]" in commands[REPORTS[2]]
 
 
 def _complete_checkpoint(run_dir: Path, step: int = 300) -> None:
@@ -123,15 +132,15 @@ def test_pack_only_skips_a_finished_probe_already_packed(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert f"packed already: {archive}/toy2_base.sqlite.xz" in proc.stdout
     packs = [c.split("--models ")[1].split()[0] for c in calls.read_text().splitlines() if "store pack" in c]
-    assert packs == ["toy2_base_null", *(f"toy2_settled_{a}" for a in ARMS)]
+    assert packs == ["toy2_base_null", "toy2_base_focus", *(f"toy2_settled_{a}" for a in ARMS)]
 
 
-@pytest.mark.parametrize("i", [0, 1, *FINALS, *REPORTS])
+@pytest.mark.parametrize("i", [0, 1, *FINALS, FOCUS_PROBE, *REPORTS])
 def test_every_probe_and_report_command_composes(commands, i):
     cfg = _cfg_job(commands[i])
     if commands[i][1] == "probe.py":
         p = cfg["probe"]
-        assert (p["n"], p["adaptive"], p["n0"], p["epsilon"]) == (4096, True, 256, 0.001)
+        assert (p["n"], p["adaptive"], p["n0"], p["epsilon"]) == (4096, i != FOCUS_PROBE, 256, 0.001)
         assert (p["temperature"], p["max_new_tokens"]) == (1.0, 108)
         assert cfg["task"]["slice"] == "heldout" and cfg["task"]["tiers"] == ["H1", "H2", "B3", "B4"]
         assert p["seed"] == (1 if i == 1 else 0)  # the null is a second base draw
@@ -215,10 +224,11 @@ def test_a_rerun_skips_finished_arms_and_resumes_interrupted_ones(tmp_path):
     # The one arm with a checkpoint (the stand-in trained nothing) is packed, once.
     assert ran[2] == (f"-m boundlab.probe.run_archive pack {out}/sweep/grpo_s0 --out {archive}/arms/grpo_s0 "
                       f"--store {out}/store.sqlite --allow-unfinished")
-    # Final probes for every arm but grpo_s0's (done), then the two reports.
+    # Final probes for every arm but grpo_s0's (done), the focus set (the stand-in writes none: no
+    # focus probe, no focus report), then the two reports.
     finals = [c for c in ran[3:] if c.startswith("probe.py")]
     assert [c.split("hydra.run.dir=")[1] for c in finals] == [f"{out}/large/{a}" for a in ARMS[1:]]
-    assert [c.split()[0] for c in ran[3 + len(finals):]] == ["report.py", "report.py"]
+    assert [c.split()[0] for c in ran[3 + len(finals):]] == ["-m", "report.py", "report.py"]
 
 
 def _fake_python(tmp_path: Path, body: str = "") -> tuple[Path, Path]:
@@ -337,3 +347,34 @@ def test_pack_only_packs_every_arm_with_a_checkpoint(tmp_path):
     calls.unlink()
     proc = _script(out, fake, archive, PACK_ONLY="1")
     assert proc.returncode == 1 and len([c for c in calls.read_text().splitlines() if "run_archive" in c]) == 2
+
+
+def test_the_base_focus_probe_runs_once_per_focus_set(tmp_path):
+    out = tmp_path / "out"
+    for name in ("base", "null", *ARMS):
+        (out / "large" / name).mkdir(parents=True)
+        (out / "large" / name / "problems.csv").write_text("problem_id,n,c\n")
+    for arm in ARMS:
+        (out / "sweep" / arm).mkdir(parents=True)
+        (out / "sweep" / arm / "training_done").write_text("ok\n")
+    archive = _archives(tmp_path, ["toy2_base", "toy2_base_null", *(f"toy2_settled_{a}" for a in ARMS)])
+    ids = out / "large" / "focus_ids.txt"
+    # The stand-in's focus step writes the set in $IDS (unless it is there already: the real one
+    # rewrites it only when it changes); its focus probe writes its problems.csv.
+    fake, calls = _fake_python(tmp_path, f'[ "$2" = boundlab.probe.focus ] && {{ cmp -s "$IDS" {ids} || cp "$IDS" {ids}; }}\n'
+                                         f'case "$*" in *hydra.run.dir={out}/large/base_focus*) mkdir -p {out}/large/base_focus'
+                                         f' && echo x > {out}/large/base_focus/problems.csv;; esac; exit 0')
+    focus_runs = lambda: [c for c in calls.read_text().splitlines() if "model.name=toy2_base_focus" in c]  # noqa: E731
+    (tmp_path / "set1").write_text("tw2-heldout-0001\n")
+    assert _script(out, fake, archive, IDS=str(tmp_path / "set1")).returncode == 0
+    assert len(focus_runs()) == 1
+    assert any(c.startswith("report.py base=toy2_base_focus") for c in calls.read_text().splitlines())
+    assert any(c.endswith("--models toy2_base_focus --out " + f"{archive}/toy2_base_focus.sqlite.xz")
+               for c in calls.read_text().splitlines())
+    os.utime(out / "large" / "base_focus" / "problems.csv", (5e9, 5e9))  # written after the set
+    assert _script(out, fake, archive, IDS=str(tmp_path / "set1")).returncode == 0
+    assert len(focus_runs()) == 1  # the same set: not probed again
+    (tmp_path / "set2").write_text("tw2-heldout-0001\ntw2-heldout-0002\n")
+    os.utime(out / "large" / "base_focus" / "problems.csv", (1e9, 1e9))  # older than the new set
+    assert _script(out, fake, archive, IDS=str(tmp_path / "set2")).returncode == 0
+    assert len(focus_runs()) == 2  # another set: probed again (a new task, a new probe key)

@@ -72,6 +72,10 @@ class TaskConfig:
     # (a config file can set it and a command line still override it with a mapping). Typed Any, not dict[str, float]: OmegaConf cannot merge a
     # command-line dict into a typed null node (it crashed); the task checks the values itself.
     train_mix: Optional[Any] = None
+    # A file of problem ids (one a line): keep only those problems, in the task's order (null = all).
+    # Any task; every id must be in it. A subset is another task to the store (its fingerprint covers
+    # exactly its problems): the settled experiment's base focus probe (boundlab.probe.focus).
+    problems_from: Optional[str] = None
     # Problem.meta key every boundary table and plot breaks down by (e.g. tier); null keeps the
     # task's own (none for most tasks).
     group_by: Optional[str] = None

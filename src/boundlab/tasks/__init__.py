@@ -46,7 +46,28 @@ def build_task(cfg: TaskConfig | DictConfig | SimpleNamespace | Mapping[str, Any
         from boundlab.tasks.jsonl import DataError
 
         raise DataError(f"task {cfg.name!r} has no problems (task.split={cfg.split})")
+    if cfg.problems_from:
+        task = _only(task, cfg.problems_from, f"task {cfg.name!r} (task.split={cfg.split})")
     return task
+
+
+def _only(task: Task, path: str, what: str) -> Task:
+    """`task` cut to the problem ids listed in the file `path` (one a line), in the task's order."""
+    from pathlib import Path
+
+    from boundlab.tasks.jsonl import DataError
+
+    try:
+        wanted = {line.strip() for line in Path(path).expanduser().read_text().splitlines() if line.strip()}
+    except OSError as e:
+        raise DataError(f"task.problems_from={path}: cannot read it ({e.strerror})") from None
+    if not wanted:
+        raise DataError(f"task.problems_from={path} holds no problem ids")
+    missing = sorted(wanted - {p.problem_id for p in task.problems})
+    if missing:
+        raise DataError(f"task.problems_from={path}: {len(missing)} id(s) are not problems of {what}, "
+                        f"e.g. {missing[0]}")
+    return task.with_problems([p for p in task.problems if p.problem_id in wanted])
 
 
 __all__ = ["TASKS", "Problem", "Task", "build_task"]
