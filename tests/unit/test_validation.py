@@ -33,9 +33,19 @@ register_configs()
 
 
 def _compose(primary: str, overrides=()):
+    """Compose as a run would: the hydra node set (so ${hydra:...} interpolations, such as an
+    experiment's logger.group, resolve in this test alone, not only after another test set it),
+    then dropped from the config the validator sees."""
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(config_name=primary, overrides=list(overrides))
+        cfg = compose(config_name=primary, overrides=list(overrides), return_hydra_config=True)
+    HydraConfig.instance().set_config(cfg)
+    with open_dict(cfg):
+        del cfg["hydra"]
+    return cfg
 
 
 def _options(group: str) -> list[str]:
