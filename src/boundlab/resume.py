@@ -101,15 +101,14 @@ def load_run_config(run_dir: Path) -> tuple[DictConfig, HydraConf | None]:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from boundlab.config import (TrainMain, check_keys, lift_flat_algo_keys, lift_flat_option_keys,
-                                 register_configs)
+    from boundlab.config import TrainMain, check_keys, migrate_saved, register_configs
     import boundlab.builtins  # noqa: F401 - ${toy_model:...} and every plug-in the saved config names
 
     register_configs()
     cfg_file = run_dir / HYDRA_CONFIG
     try:
-        # Runs from before algo.<family> and verify.<verifier> / sampler.vllm blocks.
-        saved = lift_flat_option_keys(lift_flat_algo_keys(OmegaConf.load(cfg_file)))
+        # Runs from before the algo.<family>, verify.<verifier>, sampler.vllm and task blocks.
+        saved = migrate_saved(OmegaConf.load(cfg_file), cfg_file)
         cfg = OmegaConf.merge(OmegaConf.structured(TrainMain), saved)
         check_keys(cfg)
     except (OmegaConfBaseException, ValueError) as e:
@@ -192,6 +191,11 @@ def check_overrides(cfg: DictConfig, hydra_node: HydraConf | None, overrides: Se
                               f"{name}={choices[name]}, given {value}); {keep}")
         key = ov.key_or_group
         if OmegaConf.select(cfg, key, default=_ABSENT) is _ABSENT:
+            from boundlab.config import MOVED_KEYS
+
+            if key in MOVED_KEYS:  # the saved config was migrated: the old key is not there either
+                raise ResumeError(f"resume={run_dir}: config key '{key}' moved to '{MOVED_KEYS[key]}': "
+                                  f"write {MOVED_KEYS[key]}={ov.input_line.split('=', 1)[1]}")
             raise ResumeError(f"resume={run_dir}: unknown config key '{key}'")
         try:
             own = OmegaConf.select(cfg, key, throw_on_missing=True)
