@@ -163,6 +163,8 @@ def check_overrides(cfg: DictConfig, hydra_node: HydraConf | None, overrides: Se
     from hydra.errors import HydraException
     from omegaconf import OmegaConf
 
+    from boundlab.config import MOVED_KEYS
+
     keep = f"a resumed run keeps its own config ({run_dir}/.hydra/config.yaml); only these may change: {allowed_text()}"
     flags = [a for a in overrides if a.startswith("-")]
     if flags:
@@ -189,13 +191,12 @@ def check_overrides(cfg: DictConfig, hydra_node: HydraConf | None, overrides: Se
                 continue
             raise ResumeError(f"resume={run_dir}: cannot change {name} on resume (the run used "
                               f"{name}={choices[name]}, given {value}); {keep}")
-        key = ov.key_or_group
+        key = old = ov.key_or_group
+        if OmegaConf.select(cfg, key, default=_ABSENT) is _ABSENT and key in MOVED_KEYS:
+            # A key that moved (config.migrate): the saved config was migrated, and a requeued job's
+            # command line may still restate the old key; its value is compared at the new key.
+            key = MOVED_KEYS[key]
         if OmegaConf.select(cfg, key, default=_ABSENT) is _ABSENT:
-            from boundlab.config import MOVED_KEYS
-
-            if key in MOVED_KEYS:  # the saved config was migrated: the old key is not there either
-                raise ResumeError(f"resume={run_dir}: config key '{key}' moved to '{MOVED_KEYS[key]}': "
-                                  f"write {MOVED_KEYS[key]}={ov.input_line.split('=', 1)[1]}")
             raise ResumeError(f"resume={run_dir}: unknown config key '{key}'")
         try:
             own = OmegaConf.select(cfg, key, throw_on_missing=True)
@@ -204,6 +205,9 @@ def check_overrides(cfg: DictConfig, hydra_node: HydraConf | None, overrides: Se
             own = _ABSENT
         if _same(own, value):
             continue  # restates the run's own value
+        if old != key:
+            raise ResumeError(f"resume={run_dir}: config key '{old}' moved to '{key}': write "
+                              f"{key}={ov.input_line.split('=', 1)[1]}")
         if key not in ALLOWED:
             raise ResumeError(f"resume={run_dir}: cannot change {key} on resume (the run has "
                               f"{own!r}, given {value!r}); {keep}")

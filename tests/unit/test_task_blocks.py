@@ -165,9 +165,13 @@ def test_resume_accepts_an_old_run_dir_and_builds_the_same_tasks(tmp_path, name,
     with pytest.raises(ResumeError, match="cannot change task.toy2.tiers on resume|a resumed run keeps"):
         prepare([f"resume={run}", "task.toy2.tiers=[H2]"])
     with pytest.raises(ResumeError) as e:
-        prepare([f"resume={run}", "task.tiers=[H1]"])
+        prepare([f"resume={run}", "task.tiers=[H2]"])
     assert str(e.value) == (f"resume={run.resolve()}: config key 'task.tiers' moved to 'task.toy2.tiers': "
-                            f"write task.toy2.tiers=[H1]")
+                            f"write task.toy2.tiers=[H2]")
+    # A requeued job restates its own command line, old keys and all (train.py's SLURM requeue):
+    # the run's own values, read at their new keys, are restatements.
+    argv = [str(a) for a in OmegaConf.load(run / ".hydra" / "overrides.yaml")]
+    assert prepare([f"resume={run}", *argv])[2] == {}
 
 
 def test_the_report_reads_an_old_run_dir_in_the_new_shape(tmp_path):
