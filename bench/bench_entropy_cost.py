@@ -40,8 +40,7 @@ def main() -> None:
     d = base_model_dir()
     model, tok = AutoModelForCausalLM.from_pretrained(d).eval(), AutoTokenizer.from_pretrained(d)
     task = build_task(SimpleNamespace(name="toy2", split="test", template=None,
-                                      chat=False, system=None, verifier=None, path=None, tiers=None,
-                                      per_tier=None))
+                                      chat=False, system=None, verifier=None, path=None))
     task = task.with_problems(task.problems[: args.problems]) if args.problems else task  # probe.limit's cut
     req = [(task.render(p), args.n) for p in task.problems]
     rows = sum(c for _, c in req)

@@ -193,8 +193,7 @@ def main() -> None:
         tmp = Path(d)
         model, tok, resolved, task_name = load(args.model, tmp)
         task_cfg = SimpleNamespace(name=args.task or task_name, split="test",
-                                   template=None, chat=False, system=None, verifier=None, path=None,
-                                   tiers=None, per_tier=None)
+                                   template=None, chat=False, system=None, verifier=None, path=None)
         task = build_task(task_cfg)
         if args.problems:  # the first N, as probe.limit cuts them
             task = task.with_problems(task.problems[: args.problems])

@@ -329,7 +329,7 @@ def main() -> None:
                                 dtype="float32", trust_remote_code=False, allow_download=False)
     task = build_task(SimpleNamespace(name="toy2", split="test", template=None, chat=False,
                                       system=None, verifier=None, path=None,
-                                      tiers=["H1", "H2", "B3", "B4", "X"], per_tier=args.per_tier))
+                                      toy2={"tiers": ["H1", "H2", "B3", "B4", "X"], "per_tier": args.per_tier}))
     resolved = resolve_model_path(model_cfg)
     t = time.perf_counter()
     model, tok = load_model(model_cfg, "cpu", resolved), load_tokenizer(model_cfg, resolved)

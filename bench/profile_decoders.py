@@ -15,7 +15,7 @@ from boundlab.sampling.hf import HFSampler
 from boundlab.sampling.base import GenSettings
 from boundlab.tasks import build_task
 d=base_model_dir(); m=AutoModelForCausalLM.from_pretrained(d).eval(); tok=AutoTokenizer.from_pretrained(d)
-task=build_task(SimpleNamespace(name="toy2", split="test", template=None, chat=False, system=None, verifier=None, path=None, tiers=None, per_tier=None))
+task=build_task(SimpleNamespace(name="toy2", split="test", template=None, chat=False, system=None, verifier=None, path=None))
 task=task.with_problems(task.problems[:4])
 P=[task.render(p) for p in task.problems]
 g=GenSettings(1.0,1.0,108)

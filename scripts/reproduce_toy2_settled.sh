@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The paper's experiment on the second-edition toy world, settled (issue 40), as one command sequence
-# on the held-out slice (task.slice=heldout: 100 each of H1, H2, B3, B4 and 50 X):
+# on the held-out slice (task.toy2.slice=heldout: 100 each of H1, H2, B3, B4 and 50 X):
 #   1. the base, probed to k = 4096 on every non-X problem (probe=toy2_large: certified adaptive,
 #      n0 = 256), and its null, a second base draw (probe.seed=1) with the same settings;
 #   2. experiment=toy2_settled: GRPO seeds 0-2 and the controls grpo_shuffled_reward,
@@ -63,8 +63,8 @@ SWEEP="$OUT/sweep"
 LARGE="$OUT/large"
 ARMS=(grpo_s0 grpo_s1 grpo_s2 grpo_shuffled_reward grpo_strict_reward grpo_own_trainer)
 FINAL=300
-SLICE=(task=toy2 task.slice=heldout)
-NON_X="task.tiers=[H1,H2,B3,B4]"
+SLICE=(task=toy2 task.toy2.slice=heldout)
+NON_X="task.toy2.tiers=[H1,H2,B3,B4]"
 
 # run DONE_FILE CMD...: CMD unless DONE_FILE exists; with DRY_RUN=1 print CMD (one line) instead.
 run() {

@@ -105,8 +105,8 @@ def unknown_key(overrides: list[str], conf_dir: Path, schema: Any) -> str | None
             continue  # a config-group choice: unknown_choice's business
         top = {f.name for f in dataclasses.fields(schema)}
         if key in MOVED_KEYS and {key.split(".", 1)[0], MOVED_KEYS[key].split(".", 1)[0]} <= top:
-            # A key that was flat before the per-verifier / per-sampler blocks, or task.limit (now
-            # probe.limit): say where it went.
+            # A key that was flat before the per-verifier / per-sampler / per-task blocks, or
+            # task.limit (now probe.limit): say where it went (config.migrate's one table).
             new = MOVED_KEYS[key]
             return f"config key '{key}' moved to '{new}': write {new}={ov.split('=', 1)[1]}"
         cls, path = schema, []

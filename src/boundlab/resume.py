@@ -101,15 +101,14 @@ def load_run_config(run_dir: Path) -> tuple[DictConfig, HydraConf | None]:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from boundlab.config import (TrainMain, check_keys, lift_flat_algo_keys, lift_flat_option_keys,
-                                 register_configs)
+    from boundlab.config import TrainMain, check_keys, migrate_saved, register_configs
     import boundlab.builtins  # noqa: F401 - ${toy_model:...} and every plug-in the saved config names
 
     register_configs()
     cfg_file = run_dir / HYDRA_CONFIG
     try:
-        # Runs from before algo.<family> and verify.<verifier> / sampler.vllm blocks.
-        saved = lift_flat_option_keys(lift_flat_algo_keys(OmegaConf.load(cfg_file)))
+        # Runs from before the algo.<family>, verify.<verifier>, sampler.vllm and task blocks.
+        saved = migrate_saved(OmegaConf.load(cfg_file), cfg_file)
         cfg = OmegaConf.merge(OmegaConf.structured(TrainMain), saved)
         check_keys(cfg)
     except (OmegaConfBaseException, ValueError) as e:
@@ -164,6 +163,8 @@ def check_overrides(cfg: DictConfig, hydra_node: HydraConf | None, overrides: Se
     from hydra.errors import HydraException
     from omegaconf import OmegaConf
 
+    from boundlab.config import MOVED_KEYS
+
     keep = f"a resumed run keeps its own config ({run_dir}/.hydra/config.yaml); only these may change: {allowed_text()}"
     flags = [a for a in overrides if a.startswith("-")]
     if flags:
@@ -190,7 +191,11 @@ def check_overrides(cfg: DictConfig, hydra_node: HydraConf | None, overrides: Se
                 continue
             raise ResumeError(f"resume={run_dir}: cannot change {name} on resume (the run used "
                               f"{name}={choices[name]}, given {value}); {keep}")
-        key = ov.key_or_group
+        key = old = ov.key_or_group
+        if OmegaConf.select(cfg, key, default=_ABSENT) is _ABSENT and key in MOVED_KEYS:
+            # A key that moved (config.migrate): the saved config was migrated, and a requeued job's
+            # command line may still restate the old key; its value is compared at the new key.
+            key = MOVED_KEYS[key]
         if OmegaConf.select(cfg, key, default=_ABSENT) is _ABSENT:
             raise ResumeError(f"resume={run_dir}: unknown config key '{key}'")
         try:
@@ -200,6 +205,9 @@ def check_overrides(cfg: DictConfig, hydra_node: HydraConf | None, overrides: Se
             own = _ABSENT
         if _same(own, value):
             continue  # restates the run's own value
+        if old != key:
+            raise ResumeError(f"resume={run_dir}: config key '{old}' moved to '{key}': write "
+                              f"{key}={ov.input_line.split('=', 1)[1]}")
         if key not in ALLOWED:
             raise ResumeError(f"resume={run_dir}: cannot change {key} on resume (the run has "
                               f"{own!r}, given {value!r}); {keep}")

@@ -20,10 +20,10 @@ def train_env(work: Path) -> dict[str, str]:
 
 
 def train(work: Path, *overrides: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """`train.py debug=smoke backend.torch_threads=1 task.train_mix={H1:0.5,B3:0.5} OVERRIDES` in
+    """`train.py debug=smoke backend.torch_threads=1 task.toy2.train_mix={H1:0.5,B3:0.5} OVERRIDES` in
     `work` (with `env`, else train_env(work)), which must exit 0."""
     proc = subprocess.run([sys.executable, str(ROOT / "train.py"), "debug=smoke", "backend.torch_threads=1",
-                           "task.train_mix={H1:0.5,B3:0.5}", *overrides], cwd=work,
+                           "task.toy2.train_mix={H1:0.5,B3:0.5}", *overrides], cwd=work,
                           env=env or train_env(work), capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, f"train.py failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     return proc

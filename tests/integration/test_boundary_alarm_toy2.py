@@ -54,7 +54,7 @@ def sharpened(out: Path, factor: float = 4.0) -> Path:
 def test_the_alarm_fires_on_a_sharpened_checkpoint_and_not_on_the_null(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
-    cfg = compose_cfg("probe.n=32", "probe.bootstrap_iters=400", "task.tiers=[E,H2,B4]", "task.per_tier=12",
+    cfg = compose_cfg("probe.n=32", "probe.bootstrap_iters=400", "task.toy2.tiers=[E,H2,B4]", "task.toy2.per_tier=12",
                       "sampler.torch_threads=1", "sampler.batch_size=256")
     assert cfg.probe.null_seed_offset == 1
     task = load_task(cfg)

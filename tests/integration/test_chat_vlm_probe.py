@@ -161,7 +161,7 @@ def chat_vlm(request, tmp_path_factory):
 
 def _overrides(model_dir: Path) -> list[str]:
     return ["model=hf", f"model.path={model_dir}", "model.vision=true", "model.dtype=float32",
-            "task=mathvista", f"task.path={VISTA / 'testmini.jsonl'}", f"task.image_dir={VISTA}",
+            "task=mathvista", f"task.path={VISTA / 'testmini.jsonl'}", f"task.visual.image_dir={VISTA}",
             "task.chat=true", f"task.system={SYSTEM}"]
 
 

@@ -150,7 +150,7 @@ def test_probe_cli_humaneval_plus_plus_and_base(tmp_path):
     got = {}
     for tests in ("plus", "base"):
         run_dir = tmp_path / tests
-        proc = _probe(tmp_path, "task=humaneval_plus", f"task.path={he}", f"task.tests={tests}",
+        proc = _probe(tmp_path, "task=humaneval_plus", f"task.path={he}", f"task.evalplus.tests={tests}",
                       f"samples={samples}", f"hydra.run.dir={run_dir}")
         assert proc.returncode == 0, proc.stderr[-3000:]
         got[tests] = _counts(run_dir)
@@ -173,7 +173,7 @@ def test_probe_cli_missing_release_file_is_one_line(tmp_path):
 def test_probe_cli_export_livecodebench_window(tmp_path):
     out = tmp_path / "lcb.jsonl"
     proc = _probe(tmp_path, "task=livecodebench", f"task.path={D / 'lcb-fixture.jsonl'}",
-                  "task.date_from=2024-08-01", "task.date_to=2025-02-01", f"export={out}",
+                  "task.livecodebench.date_from=2024-08-01", "task.livecodebench.date_to=2025-02-01", f"export={out}",
                   f"hydra.run.dir={tmp_path / 'run'}")
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [json.loads(x) for x in out.read_text().splitlines()]

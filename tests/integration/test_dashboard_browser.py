@@ -70,7 +70,7 @@ def site(tmp_path_factory):
     # The cheapest real run with probes and a store: debug=smoke (base + checkpoints 2 and 4), with
     # the base-vs-base null turned back on (one more 32-sample probe) for view 1's null band.
     p = subprocess.run([sys.executable, str(ROOT / "train.py"), "debug=smoke", "backend.torch_threads=1",
-                        "task.train_mix={H1:0.5,B3:0.5}", "probe.null_seed_offset=1", f"hydra.run.dir={run}"],
+                        "task.toy2.train_mix={H1:0.5,B3:0.5}", "probe.null_seed_offset=1", f"hydra.run.dir={run}"],
                        cwd=tmp, env=_env(tmp),
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]

@@ -49,7 +49,7 @@ def smoke_sweep(tmp_path_factory, built_once):
         # debug=smoke samples 4 rollouts per prompt and sets pass@k Training's k to 2 (k < 4 to see a
         # spread; checked below in the saved configs of passk_grpo and pkpo).
         proc = subprocess.run([sys.executable, str(ROOT / "train.py"), "-m", f"algo={','.join(ALGOS)}",
-                               "debug=smoke", "backend.torch_threads=1", "task.train_mix={H1:0.5,B3:0.5}",
+                               "debug=smoke", "backend.torch_threads=1", "task.toy2.train_mix={H1:0.5,B3:0.5}",
                                f"hydra.sweep.dir={work / 'sweep'}"], cwd=work, env=env_for(work),
                               capture_output=True, text=True, timeout=600 * len(ALGOS))
         return work / "sweep", proc

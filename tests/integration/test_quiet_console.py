@@ -7,7 +7,7 @@ import pytest
 
 @pytest.mark.slow
 def test_smoke_run_console_and_train_log(smoke_run):
-    # The session's `train.py debug=smoke backend.torch_threads=1 task.train_mix={H1:0.5,B3:0.5}` run
+    # The session's `train.py debug=smoke backend.torch_threads=1 task.toy2.train_mix={H1:0.5,B3:0.5}` run
     # (tests/integration/conftest.py), with W&B not silenced and no PYTHONWARNINGS: read only.
     run, _, p = smoke_run
     assert p.returncode == 0, p.stderr[-3000:]

@@ -114,7 +114,7 @@ def test_experiment_prorl_runs_under_smoke_through_train_py(tmp_path):
     env = dict(os.environ, BOUNDLAB_STORE=str(tmp_path / "s.sqlite"), WANDB_MODE="offline",
                WANDB_SILENT="true", HF_HUB_OFFLINE="1")
     p = subprocess.run([sys.executable, str(ROOT / "train.py"), "experiment=prorl", "debug=smoke",
-                        "train.ref_reset_every=2", "backend.torch_threads=1", "task.train_mix={H1:0.5,B3:0.5}",
+                        "train.ref_reset_every=2", "backend.torch_threads=1", "task.toy2.train_mix={H1:0.5,B3:0.5}",
                         f"hydra.run.dir={run}"], cwd=tmp_path, env=env, capture_output=True, text=True,
                        timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]

@@ -162,7 +162,7 @@ def test_trl_trains_with_the_unlikeliness_reward_and_grpo_with_the_entropy_bonus
                HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", WANDB_SILENT="true")
     entropy = ["algo.entropy_coef=0.01"] if algo == "grpo" else []
     proc = subprocess.run([sys.executable, str(ROOT / "train.py"), f"algo={algo}", "debug=smoke",
-                           "backend.torch_threads=1", "task.train_mix={E:0.5,H1:0.5}",
+                           "backend.torch_threads=1", "task.toy2.train_mix={E:0.5,H1:0.5}",
                            "algo.shaping.unlikeliness=0.5", *entropy, f"hydra.run.dir={run_dir}"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]

@@ -142,7 +142,8 @@ def test_every_probe_and_report_command_composes(commands, i):
         p = cfg["probe"]
         assert (p["n"], p["adaptive"], p["n0"], p["epsilon"]) == (4096, i != FOCUS_PROBE, 256, 0.001)
         assert (p["temperature"], p["max_new_tokens"]) == (1.0, 108)
-        assert cfg["task"]["slice"] == "heldout" and cfg["task"]["tiers"] == ["H1", "H2", "B3", "B4"]
+        assert cfg["task"]["toy2"]["slice"] == "heldout"
+        assert cfg["task"]["toy2"]["tiers"] == ["H1", "H2", "B3", "B4"]
         assert p["seed"] == (1 if i == 1 else 0)  # the null is a second base draw
     else:
         assert cfg["out"].startswith("docs/toy2_settled/")
@@ -157,7 +158,7 @@ def test_every_arm_of_the_sweep_composes(commands, arm):
     extra = [f"{k}={v}" for k, v in params.items() if k != "+arm"]
     cfg = _cfg_job(sweep + [f"+arm={arm}", *extra])
     assert (cfg["train"]["max_steps"], cfg["train"]["save_steps"]) == (300, 50)
-    assert cfg["task"]["slice"] == "heldout" and cfg["probe"]["n"] == 256
+    assert cfg["task"]["toy2"]["slice"] == "heldout" and cfg["probe"]["n"] == 256
     assert cfg["reward"]["shuffle_within_group"] == (arm == "grpo_shuffled_reward")
     assert cfg["reward"]["strict"] == (arm == "grpo_strict_reward")
     assert cfg["algo"]["name"] == ("grpo_onpolicy" if arm == "grpo_own_trainer" else "grpo")

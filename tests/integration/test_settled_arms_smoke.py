@@ -46,7 +46,7 @@ def arms_sweep(tmp_path_factory, built_once):
         # H1 only, 8 rollouts: the base is right (strictly, too) on about 10% of H1 samples, so most
         # groups have a reward spread (all-equal rewards leave nothing to learn; E is always right).
         proc = subprocess.run([sys.executable, str(ROOT / "train.py"), "-m", f"+arm={','.join(sorted(ARMS))}",
-                               "debug=smoke", "backend.torch_threads=1", "task.train_mix={H1:1.0}",
+                               "debug=smoke", "backend.torch_threads=1", "task.toy2.train_mix={H1:1.0}",
                                "algo.rollouts=8", "algo.per_device_train_batch_size=16",
                                f"hydra.sweep.dir={work / 'sweep'}"],
                               cwd=work, env=env, capture_output=True, text=True, timeout=900 * len(ARMS))

@@ -19,7 +19,7 @@ def _train(tmp_path, *args):
     env = dict(os.environ, BOUNDLAB_STORE=str(tmp_path / "s.sqlite"), WANDB_MODE="offline",
                WANDB_SILENT="true", HF_HUB_OFFLINE="1")
     p = subprocess.run([sys.executable, str(ROOT / "train.py"), "debug=smoke", "backend.torch_threads=1",
-                        "task.train_mix={H1:0.5,B3:0.5}", *args], cwd=tmp_path, env=env,
+                        "task.toy2.train_mix={H1:0.5,B3:0.5}", *args], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=1200)
     assert p.returncode == 0, p.stderr[-3000:]
     return p

@@ -27,7 +27,7 @@ def test_toy_vision_smoke_trains_the_vlm_and_probes_every_checkpoint(tmp_path):
     # H1 and B3: the base solves them sometimes, so GRPO's groups have a reward spread.
     proc = subprocess.run([sys.executable, str(ROOT / "train.py"), "task=toy_vision", "model=toy_vlm",
                            "algo=grpo", "debug=smoke", "backend.torch_threads=1",
-                           "task.train_mix={H1:0.5,B3:0.5}", f"task.render_dir={tmp_path / 'img'}",
+                           "task.toy2.train_mix={H1:0.5,B3:0.5}", f"task.toy_vision.render_dir={tmp_path / 'img'}",
                            f"hydra.run.dir={run_dir}"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"

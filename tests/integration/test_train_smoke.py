@@ -40,7 +40,7 @@ def probes(run_dir: Path) -> list[dict]:
 
 @pytest.mark.slow
 def test_smoke_trains_probes_and_logs(smoke_run):
-    # `debug=smoke backend.torch_threads=1 task.train_mix={H1:0.5,B3:0.5}`, trained once per session
+    # `debug=smoke backend.torch_threads=1 task.toy2.train_mix={H1:0.5,B3:0.5}`, trained once per session
     # (tests/integration/conftest.py) and only read here. H1 and B3 only: the base gets them right
     # sometimes, so GRPO groups have a reward spread (the default mix's first problems are mostly E,
     # always right, or X, never: zero advantages).

@@ -56,7 +56,7 @@ def _passk(run_dir: Path) -> dict[int, float]:
 
 def test_mathvista_samples_are_scored_by_answer_type(tmp_path):
     d = DATA / "mathvista"
-    proc = _run(tmp_path, "task=mathvista", f"task.path={d / 'testmini.jsonl'}", f"task.image_dir={d}",
+    proc = _run(tmp_path, "task=mathvista", f"task.path={d / 'testmini.jsonl'}", f"task.visual.image_dir={d}",
                 f"samples={_samples(tmp_path, VISTA)}", f"hydra.run.dir={tmp_path / 'run'}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     c = [2, 2, 3, 0, 2, 1, 2]
@@ -69,7 +69,7 @@ def test_mathvista_samples_are_scored_by_answer_type(tmp_path):
 
 def test_mathvision_choices_and_math_verify(tmp_path):
     d = DATA / "mathvision"
-    proc = _run(tmp_path, "task=mathvision", f"task.path={d / 'testmini.jsonl'}", f"task.image_dir={d}",
+    proc = _run(tmp_path, "task=mathvision", f"task.path={d / 'testmini.jsonl'}", f"task.visual.image_dir={d}",
                 f"samples={_samples(tmp_path, VISION)}", f"hydra.run.dir={tmp_path / 'run'}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     got = _passk(tmp_path / "run")
@@ -79,7 +79,7 @@ def test_mathvision_choices_and_math_verify(tmp_path):
 def test_export_carries_the_image_files(tmp_path):
     d = DATA / "mathvision"
     out = tmp_path / "prompts.jsonl"
-    proc = _run(tmp_path, "task=mathvision", f"task.path={d / 'testmini.jsonl'}", f"task.image_dir={d}",
+    proc = _run(tmp_path, "task=mathvision", f"task.path={d / 'testmini.jsonl'}", f"task.visual.image_dir={d}",
                 f"export={out}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = [json.loads(x) for x in out.read_text().splitlines()]
@@ -98,5 +98,5 @@ def test_missing_image_folder_is_one_line(tmp_path):
     proc = _run(tmp_path, "task=mathvista", f"task.path={d / 'testmini.jsonl'}")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.strip().splitlines()[-1].endswith(
-        "task=mathvista needs task.image_dir: your own copy of the benchmark (nothing is downloaded), "
-        "e.g. task.path=/data/mathvista/testmini.jsonl task.image_dir=/data/mathvista")
+        "task=mathvista needs task.visual.image_dir: your own copy of the benchmark (nothing is downloaded), "
+        "e.g. task.path=/data/mathvista/testmini.jsonl task.visual.image_dir=/data/mathvista")

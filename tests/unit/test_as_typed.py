@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from omegaconf import OmegaConf
 
-from boundlab.config import (ConfigError, LoggerConfig, ModelConfig, ProbeMain, TaskConfig, as_typed,
+from boundlab.config import (ConfigError, LoggerConfig, ModelConfig, ProbeMain, TaskConfig, Toy2TaskConfig, as_typed,
                              register_configs, to_dict, with_updates)
 from boundlab.report.schema import ReportMain
 
@@ -27,10 +27,10 @@ def _compose(name: str, overrides: list[str] | None = None):
 
 
 def test_the_composed_probe_config_becomes_probe_main_with_the_same_values():
-    cfg = _compose("probe", ["probe.n=4", "task.per_tier=3"])
+    cfg = _compose("probe", ["probe.n=4", "task.toy2.per_tier=3"])
     typed = as_typed(cfg, ProbeMain)
     assert type(typed) is ProbeMain and type(typed.task) is TaskConfig and type(typed.model) is ModelConfig
-    assert typed.probe.n == 4 and typed.task.per_tier == 3
+    assert typed.probe.n == 4 and typed.task.toy2.per_tier == 3
     # Resolved once: the ${toy_model:...} path and the ${oc.env:...} store path are plain strings.
     assert typed.model.path == cfg.model.path and "${" not in typed.store.path
     # What W&B gets as the run config is the same, key order included.
@@ -45,7 +45,8 @@ def test_the_composed_report_config_becomes_report_main():
 
 
 def test_partial_configs_take_the_schema_defaults():
-    assert as_typed(SimpleNamespace(name="toy2", per_tier=3), TaskConfig) == TaskConfig(name="toy2", per_tier=3)
+    assert (as_typed(SimpleNamespace(name="toy2", toy2={"per_tier": 3}), TaskConfig)
+            == TaskConfig(name="toy2", toy2=Toy2TaskConfig(per_tier=3)))
     assert as_typed({"name": "gsm8k"}, TaskConfig) == TaskConfig(name="gsm8k")
     saved = OmegaConf.create({"name": "m", "path": "/x"})  # a run's saved config: untyped
     model = as_typed(saved, ModelConfig)

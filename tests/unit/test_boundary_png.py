@@ -53,7 +53,6 @@ def test_the_toy2_task_lists_tiers_in_the_worlds_order():
     from boundlab.tasks import build_task
     from types import SimpleNamespace
 
-    task = build_task(SimpleNamespace(name="toy2", split="test", tiers=None, per_tier=None,
-                                      train_mix=None))
+    task = build_task(SimpleNamespace(name="toy2", split="test"))
     order = list(task.groups())
     assert order == [t for t in TIERS if t in order] and len(toy2_problems()) == len(task)

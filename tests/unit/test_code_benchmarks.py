@@ -8,11 +8,11 @@ import pickle
 import pickletools
 import zlib
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 import boundlab.builtins  # noqa: F401
+from boundlab.config import TaskConfig, as_typed
 from boundlab.tasks import TASKS, build_task
 from boundlab.tasks.evalplus import load_evalplus
 from boundlab.tasks.jsonl import DataError
@@ -26,9 +26,8 @@ PWNED = Path("/tmp/boundlab-lcb-pickle-ran")
 
 
 def cfg(name, **kw):
-    base = dict(name=name, path=None, tests=None, date_from=None, date_to=None, template=None,
-                chat=None, system=None, verifier=None, group_by=None)
-    return SimpleNamespace(**{**base, **kw})
+    """The task config a factory gets: the general keys and its own block (evalplus={...}, ...)."""
+    return as_typed({"name": name, **kw}, TaskConfig)
 
 
 def test_humaneval_plus_rows_from_the_gzipped_release_format():
@@ -38,7 +37,7 @@ def test_humaneval_plus_rows_from_the_gzipped_release_format():
     assert fib.meta["kind"] == "evalplus" and fib.meta["dataset"] == "humaneval"
     assert fib.meta["base_input"] == [[10], [1], [11], [8]] and fib.meta["plus_input"][0] == [0]
     assert task.render(fib) == fib.question and fib.question.startswith("def fib(n: int):")
-    base = build_task(cfg("humaneval_plus", path=str(HE), tests="base"))
+    base = build_task(cfg("humaneval_plus", path=str(HE), evalplus={"tests": "base"}))
     assert base.name == "humaneval_plus-base" and base.by_id("HumanEval/55").meta["plus_input"] == []
     assert base.fingerprint() != task.fingerprint()
 
@@ -93,7 +92,7 @@ def test_livecodebench_rows_dates_tests_prompt_and_tags():
         ["3\n1 2 3\n", "1\n-5\n", "2\n1000000000 1000000000\n"]
     assert sd.meta["preamble"] == PREAMBLE and "from typing import *" in PREAMBLE
     assert "[[], 5]" in fn.meta["test"] and "[[-1], 1]" in fn.meta["test"]
-    task = build_task(cfg("livecodebench", path=str(LCB), date_from="2024-08-01"))
+    task = build_task(cfg("livecodebench", path=str(LCB), livecodebench={"date_from": "2024-08-01"}))
     assert task.chat and task.system.startswith("You are an expert Python programmer")
 
 

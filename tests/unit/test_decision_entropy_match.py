@@ -60,7 +60,7 @@ def test_toy2_base_against_itself_on_decision_tokens(tmp_path):
     assert pts[0.7]["entropy"] < s["target_entropy"] < pts[2.1]["entropy"]
     # Recomputed here: the same texts, the model loaded again, each point at its temperature.
     task = build_task(SimpleNamespace(name="toy2", split="test", template=None, chat=False,
-                                      system=None, verifier=None, path=None, tiers=None, per_tier=None))
+                                      system=None, verifier=None, path=None))
     model, tok = AutoModelForCausalLM.from_pretrained(base).eval(), AutoTokenizer.from_pretrained(base)
     store = Store(tmp_path / "store.sqlite", writable=False)
     for t in (0.7, 2.1):

@@ -68,7 +68,7 @@ def test_spread_picks_evenly_over_the_task():
     from boundlab.tasks import build_task
 
     task = build_task(SimpleNamespace(name="toy2", split="test", template=None, chat=False,
-                                      system=None, verifier=None, path=None, tiers=None, per_tier=None))
+                                      system=None, verifier=None, path=None))
     sub = spread(task, 5)
     ids = [p.problem_id for p in task.problems]
     picked = [ids.index(p.problem_id) for p in sub.problems]

@@ -73,7 +73,7 @@ def test_the_tracker_logs_kl_zero_for_a_copy_and_positive_for_a_sharpened_model(
     from boundlab.worlds.toyworld2.paths import base_model_dir
     from boundlab.verify import build_verifier
 
-    cfg = _cfg("probe.n=8", "probe.bootstrap_iters=50", "task.tiers=[E,H1]", "task.per_tier=3",
+    cfg = _cfg("probe.n=8", "probe.bootstrap_iters=50", "task.toy2.tiers=[E,H1]", "task.toy2.per_tier=3",
                "sampler.torch_threads=1", "probe.kl_samples=4", "probe.null_seed_offset=null")
     task = load_task(cfg)
     model = AutoModelForCausalLM.from_pretrained(base_model_dir())

@@ -76,7 +76,8 @@ def test_completions_are_scored_by_our_verifier(tmp_path):
     from boundlab.verify import build_verifier
 
     task = build_task(SimpleNamespace(name="toy2", split="test", template=None, chat=False,
-                                      system=None, verifier=None, path=None, tiers=["H1"], per_tier=2))
+                                      system=None, verifier=None, path=None,
+                                      toy2={"tiers": ["H1"], "per_tier": 2}))
     prompts = {p.problem_id: task.render(p) for p in task.problems}
     p0, p1 = task.problems
     good = canonical_trace(p0.question)

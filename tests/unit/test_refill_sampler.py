@@ -192,7 +192,7 @@ def test_the_probe_key_records_the_engine_and_unsupported_models_are_refused(tmp
     from boundlab.verify import build_verifier
 
     model, tok = toy2()
-    task = build_task(SimpleNamespace(name="toy2", split="test", tiers=["H1"], per_tier=2))
+    task = build_task(SimpleNamespace(name="toy2", split="test", toy2={"tiers": ["H1"], "per_tier": 2}))
     store = Store(tmp_path / "store.sqlite")
     gen = GenSettings(temperature=1.0, max_new_tokens=60)
     keys = {}

@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 
 from boundlab.config import TaskConfig
+from boundlab.config.probing import Toy2TaskConfig
 from boundlab.tasks import build_task
 from boundlab.tasks.jsonl import DataError
 
-SLICE = dict(name="toy2", slice="heldout", tiers=["H1", "H2", "B3", "B4"])
+SLICE = dict(name="toy2", toy2=Toy2TaskConfig(slice="heldout", tiers=["H1", "H2", "B3", "B4"]))
 
 
 def test_the_listed_problems_in_the_tasks_order(tmp_path):

@@ -1,4 +1,4 @@
-"""toy2's held-out slice (`task.slice=heldout`, issue 40): its family counts, disjoint from the
+"""toy2's held-out slice (`task.toy2.slice=heldout`, issue 40): its family counts, disjoint from the
 calibration problems, the pretraining corpora and the RL train pool; the default slice and the default
 training mix unchanged."""
 
@@ -22,11 +22,10 @@ def _ids_hash(problems) -> str:
     return hashlib.sha256(",".join(p.problem_id for p in problems).encode()).hexdigest()[:16]
 
 
-def _task(**kw):
-    cfg = dict(name="toy2", split="test", tiers=None, per_tier=None, slice=None, train_mix=None,
-               template=None, chat=None, system=None, verifier=None, group_by=None)
-    cfg.update(kw)
-    return build_task(SimpleNamespace(**cfg))
+def _task(name="toy2", split="test", **toy2):
+    """The task with these task.toy2 settings (tiers, per_tier, slice, train_mix)."""
+    return build_task(SimpleNamespace(name=name, split=split, template=None, chat=None, system=None,
+                                      verifier=None, group_by=None, toy2=toy2))
 
 
 @pytest.fixture(scope="module")
@@ -131,8 +130,8 @@ def test_the_train_split_ignores_the_slice():
 
 
 @pytest.mark.parametrize("kw,needle", [
-    ({"slice": "big"}, "task.slice=big: toy2's slices are default, heldout"),
-    ({"name": "toy_arith", "slice": "heldout"}, "task.slice=heldout: only task=toy2 has named slices"),
+    ({"slice": "big"}, "task.toy2.slice=big: toy2's slices are default, heldout"),
+    ({"name": "toy_arith", "slice": "heldout"}, "task.toy2.slice=heldout: only task=toy2 has named slices"),
 ])
 def test_bad_slice_is_refused(kw, needle):
     with pytest.raises(ValueError, match=needle.replace("(", r"\(")):

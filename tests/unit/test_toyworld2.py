@@ -149,14 +149,14 @@ def test_task_slices_and_train_mix():
 
 
 def test_train_mix_by_one_tier_name():
-    """`task.train_mix=H1` (what conf/debug/demo.yaml sets, so a command line can still replace it
+    """`task.toy2.train_mix=H1` (what conf/debug/demo.yaml sets, so a command line can still replace it
     with a mapping) is the H1 tier alone, the same problems as {H1: 1.0}; an unknown name is refused."""
-    from types import SimpleNamespace
-
+    from boundlab.config import TaskConfig, Toy2TaskConfig
     from boundlab.worlds.toyworld2.task import build_toy2
 
     def qs(mix):
-        return [p.question for p in build_toy2(SimpleNamespace(split="train", train_mix=mix)).problems]
+        cfg = TaskConfig(name="toy2", split="train", toy2=Toy2TaskConfig(train_mix=mix))
+        return [p.question for p in build_toy2(cfg).problems]
 
     by_name = qs("H1")
     assert by_name == qs({"H1": 1.0}) and by_name

@@ -158,7 +158,7 @@ def _task_cfg(task: str, *overrides: str):
 
 @pytest.mark.parametrize("task,folder", [("mathvista", VISTA), ("mathvision", VISION)])
 def test_task_config_builds_the_task(task, folder):
-    t = build_task(_task_cfg(task, f"task.path={folder / 'testmini.jsonl'}", f"task.image_dir={folder}"))
+    t = build_task(_task_cfg(task, f"task.path={folder / 'testmini.jsonl'}", f"task.visual.image_dir={folder}"))
     assert t.name == task and t.verifier == "typed" and t.chat is True
     assert t.template == EASYR1_MATH and t.system == "You are a helpful assistant."
     assert len(t) == len(_rows(folder))
@@ -167,19 +167,19 @@ def test_task_config_builds_the_task(task, folder):
 
 
 def test_question_type_keeps_one_half():
-    args = (f"task.path={VISTA / 'testmini.jsonl'}", f"task.image_dir={VISTA}")
-    free = build_task(_task_cfg("mathvista", *args, "task.question_type=free_form"))
+    args = (f"task.path={VISTA / 'testmini.jsonl'}", f"task.visual.image_dir={VISTA}")
+    free = build_task(_task_cfg("mathvista", *args, "task.visual.question_type=free_form"))
     assert [p.problem_id for p in free.problems] == ["mathvista-1", "mathvista-2", "mathvista-20", "mathvista-30"]
-    mc = build_task(_task_cfg("mathvista", *args, "task.question_type=multi_choice"))
+    mc = build_task(_task_cfg("mathvista", *args, "task.visual.question_type=multi_choice"))
     assert {p.meta["answer_kind"] for p in mc.problems} == {"choice"}
-    with pytest.raises(ConfigError, match="task.question_type=essay: must be one of multi_choice, free_form"):
-        build_task(_task_cfg("mathvista", *args, "task.question_type=essay"))
+    with pytest.raises(ConfigError, match="task.visual.question_type=essay: must be one of multi_choice, free_form"):
+        build_task(_task_cfg("mathvista", *args, "task.visual.question_type=essay"))
 
 
 @pytest.mark.parametrize("overrides,line", [
-    ((), "task=mathvision needs task.path and task.image_dir: your own copy of the benchmark (nothing is "
-         "downloaded), e.g. task.path=/data/MATH-V/data/testmini.jsonl task.image_dir=/data/MATH-V"),
-    ((f"task.path={VISION / 'testmini.jsonl'}",), "task=mathvision needs task.image_dir: your own copy"),
+    ((), "task=mathvision needs task.path and task.visual.image_dir: your own copy of the benchmark (nothing is "
+         "downloaded), e.g. task.path=/data/MATH-V/data/testmini.jsonl task.visual.image_dir=/data/MATH-V"),
+    ((f"task.path={VISION / 'testmini.jsonl'}",), "task=mathvision needs task.visual.image_dir: your own copy"),
 ])
 def test_missing_paths_are_one_line(overrides, line):
     with pytest.raises(ConfigError) as e:
@@ -189,10 +189,10 @@ def test_missing_paths_are_one_line(overrides, line):
 
 def test_wrong_paths_are_one_line(tmp_path):
     with pytest.raises(DataError, match=r"^task=mathvista: task.path=\S+nope.jsonl is not a file"):
-        build_task(_task_cfg("mathvista", f"task.path={tmp_path / 'nope.jsonl'}", f"task.image_dir={tmp_path}"))
-    with pytest.raises(DataError, match=r"^task=mathvista: task.image_dir=\S+ is not a folder"):
+        build_task(_task_cfg("mathvista", f"task.path={tmp_path / 'nope.jsonl'}", f"task.visual.image_dir={tmp_path}"))
+    with pytest.raises(DataError, match=r"^task=mathvista: task.visual.image_dir=\S+ is not a folder"):
         build_task(_task_cfg("mathvista", f"task.path={VISTA / 'testmini.jsonl'}",
-                             f"task.image_dir={tmp_path / 'none'}"))
+                             f"task.visual.image_dir={tmp_path / 'none'}"))
 
 
 def test_mathvista_github_json_is_named_with_the_conversion(tmp_path):

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from boundlab.config import SamplerConfig, lift_flat_option_keys, to_dict, with_updates
+from boundlab.config import SamplerConfig, migrate_saved, to_dict, with_updates
 from boundlab.errors import UserError
 from boundlab.rundir import CHECKPOINTS_DIR, DONE_MARKER, HYDRA_CONFIG, RUN_INFO
 
@@ -41,7 +41,7 @@ def watch(run_dir: str | Path, poll_s: float = 10.0, timeout_s: float | None = N
     cfg_file = run_dir / HYDRA_CONFIG
     limit = _first_limit(start_timeout_s, timeout_s)
     _wait_for_config(run_dir, poll_s, limit, start_timeout_s is not None)
-    cfg = lift_flat_option_keys(OmegaConf.load(cfg_file))  # run dirs from before verify.math etc.
+    cfg = migrate_saved(OmegaConf.load(cfg_file), cfg_file)  # run dirs from before verify.math, task.toy2 etc.
     if "train" not in cfg or "algo" not in cfg:  # a probe.py or report.py dir never becomes one
         raise NotATrainingRun(f"watch={run_dir}: {cfg_file} is not a train.py config (a probe.py or "
                               f"report.py output dir?); point watch= at a training run dir")

@@ -17,12 +17,13 @@ from hydra.core.config_store import ConfigStore
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
-from boundlab.config.probing import (MOVED_KEYS, CodeVerifyConfig, HFSamplerConfig, LoggerConfig,
-                                     MatchEntropyConfig, MathVerifyConfig, ModelConfig, PowerSamplerConfig,
-                                     ProbeMain,
+from boundlab.config.migrate import MOVED_KEYS, lift_flat_option_keys, migrate_saved  # noqa: F401
+from boundlab.config.probing import (CodeVerifyConfig, EvalPlusTaskConfig, HFSamplerConfig,  # noqa: F401
+                                     LiveCodeBenchTaskConfig, LoggerConfig, MatchEntropyConfig,
+                                     MathVerifyConfig, ModelConfig, PowerSamplerConfig, ProbeMain,
                                      ProbeSettings, ProbingMain, SamplerConfig, SandboxSettings, StoreConfig,
-                                     TaskConfig, VLLMSamplerConfig, VerifyConfig,
-                                     lift_flat_option_keys)  # noqa: F401 - re-exported
+                                     TaskConfig, Toy2TaskConfig, ToyVisionTaskConfig, VerifyConfig,
+                                     VisualTaskConfig, VLLMSamplerConfig)
 from boundlab.config.training import (AlgoConfig, BackendConfig, CriticConfig, DataConfig, DistillConfig,
                                       GRPOFamilyConfig, KLConfig, OnPolicyConfig, OutcomeBonusConfig, PeftConfig,
                                       PolicyGradientConfig, RewardConfig, RolloutConfig, ShapingConfig,

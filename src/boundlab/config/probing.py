@@ -33,7 +33,66 @@ class ModelConfig:
 
 
 @dataclass
+class Toy2TaskConfig:
+    """`task.toy2`: which of the second-edition toy world's problems a task takes (task=toy2, and
+    task=toy_vision, which draws the same problems as pictures: one selection, read in one place)."""
+    # Probe only these tiers (null = all).
+    tiers: Optional[list[str]] = None
+    # The first N problems of each tier, in split order (null = all).
+    per_tier: Optional[int] = None
+    # A named evaluation slice (task=toy2 only); null = the split as tiers/per_tier pick it; heldout =
+    # problems never used in calibration, pretraining, the audit or RL training
+    # (boundlab.worlds.toyworld2.heldout; tiers still filters it, per_tier does not apply).
+    slice: Optional[str] = None
+    # split=train: the RL training mix, tier -> share of the training problems (null = the task's
+    # default mix). The share of the counter-rule family is an ablation axis:
+    # `task.toy2.train_mix={H1:0.5,B3:0.5}`; a tier's name alone (`task.toy2.train_mix=H1`) trains on
+    # that tier (a config file can set it and a command line still override it with a mapping). Typed
+    # Any, not dict[str, float]: OmegaConf cannot merge a command-line dict into a typed null node (it
+    # crashed); the task checks the values itself.
+    train_mix: Optional[Any] = None
+
+
+@dataclass
+class ToyVisionTaskConfig:
+    """`task.toy_vision`: how task=toy_vision draws its pictures (its problems: `task.toy2`)."""
+    # Where its deterministic PNGs are drawn (once; same problem, same bytes); null =
+    # $BOUNDLAB_CACHE/toy_vision, else ~/.cache/boundlab/toy_vision.
+    render_dir: Optional[str] = None
+    # Random distractor marks drawn around each expression (0 = none).
+    distractors: int = 0
+
+
+@dataclass
+class EvalPlusTaskConfig:
+    """`task.evalplus`: what the EvalPlus tasks (humaneval_plus, mbpp_plus) read."""
+    # plus (base and plus inputs, the default) or base (base alone).
+    tests: Optional[str] = None
+
+
+@dataclass
+class LiveCodeBenchTaskConfig:
+    """`task.livecodebench`: what task=livecodebench reads."""
+    # Keep problems with contest_date >= date_from (YYYY-MM-DD; null = no bound).
+    date_from: Optional[str] = None
+    # Keep problems with contest_date <= date_to (YYYY-MM-DD; null = no bound).
+    date_to: Optional[str] = None
+
+
+@dataclass
+class VisualTaskConfig:
+    """`task.visual`: what the visual benchmarks read from the user's own copy (mathvista,
+    mathvision; boundlab.tasks.visual)."""
+    # The folder the rows' image paths are relative to.
+    image_dir: Optional[str] = None
+    # Keep only multi_choice or free_form questions (null = all).
+    question_type: Optional[str] = None
+
+
+@dataclass
 class TaskConfig:
+    """`task`: what every task reads, then one block per task or family that reads more (each
+    loader reads its own block; a task ignores the others)."""
     # Registry name: toy_arith, aime24, aime25, math500, math500_int, gsm8k, minerva, olympiadbench,
     # amc23, jsonl, humaneval, humaneval_plus, mbpp_plus, livecodebench, code_jsonl, mathvista,
     # mathvision ...
@@ -41,11 +100,6 @@ class TaskConfig:
     # Data file for tasks that read local files (jsonl, code_jsonl, humaneval_plus, mbpp_plus,
     # livecodebench, mathvista, mathvision).
     path: Optional[str] = None
-    # Visual tasks read from local files (mathvista, mathvision): the folder the rows' image paths
-    # are relative to.
-    image_dir: Optional[str] = None
-    # mathvista / mathvision: keep only multi_choice or free_form questions (null = all).
-    question_type: Optional[str] = None
     # Which split, for tasks that have several (toy_arith: train/test).
     split: str = "test"
     # Prompt template with a {question} field (the only thing substituted; other braces, like
@@ -58,20 +112,6 @@ class TaskConfig:
     system: Optional[str] = None
     # Verifier name; null keeps the task's own.
     verifier: Optional[str] = None
-    # Tiered tasks (toy2): probe only these tiers (null = all).
-    tiers: Optional[list[str]] = None
-    # Tiered tasks (toy2): the first N problems of each tier, in split order (null = all).
-    per_tier: Optional[int] = None
-    # toy2: a named evaluation slice; null = the split as tiers/per_tier pick it; heldout = problems
-    # never used in calibration, pretraining, the audit or RL training (boundlab.worlds.toyworld2.heldout;
-    # task.tiers still filters it, per_tier does not apply).
-    slice: Optional[str] = None
-    # Tiered tasks (toy2), split=train: the RL training mix, tier -> share of the training problems
-    # (null = the task's default mix). The share of the counter-rule family is an ablation axis:
-    # `task.train_mix={H1:0.5,B3:0.5}`; a tier's name alone (`task.train_mix=H1`) trains on that tier
-    # (a config file can set it and a command line still override it with a mapping). Typed Any, not dict[str, float]: OmegaConf cannot merge a
-    # command-line dict into a typed null node (it crashed); the task checks the values itself.
-    train_mix: Optional[Any] = None
     # A file of problem ids (one a line): keep only those problems, in the task's order (null = all).
     # Any task; every id must be in it. A subset is another task to the store (its fingerprint covers
     # exactly its problems): the settled experiment's base focus probe (boundlab.probe.focus).
@@ -79,16 +119,16 @@ class TaskConfig:
     # Problem.meta key every boundary table and plot breaks down by (e.g. tier); null keeps the
     # task's own (none for most tasks).
     group_by: Optional[str] = None
-    # humaneval_plus / mbpp_plus: plus (base and plus inputs, the default) or base (base alone).
-    tests: Optional[str] = None
-    # livecodebench: keep problems with contest_date >= date_from (YYYY-MM-DD; null = no bound).
-    date_from: Optional[str] = None
-    # livecodebench: keep problems with contest_date <= date_to (YYYY-MM-DD; null = no bound).
-    date_to: Optional[str] = None
-    # toy_vision: where its deterministic PNGs are drawn (once; same problem, same bytes).
-    render_dir: Optional[str] = None
-    # toy_vision: random distractor marks drawn around each expression (0 = none).
-    distractors: int = 0
+    # toy2 and toy_vision: which toy-world problems (tiers, per_tier, slice, train_mix).
+    toy2: Toy2TaskConfig = field(default_factory=Toy2TaskConfig)
+    # toy_vision: how its pictures are drawn (render_dir, distractors).
+    toy_vision: ToyVisionTaskConfig = field(default_factory=ToyVisionTaskConfig)
+    # humaneval_plus / mbpp_plus: which tests (tests).
+    evalplus: EvalPlusTaskConfig = field(default_factory=EvalPlusTaskConfig)
+    # livecodebench: the contest-date window (date_from, date_to).
+    livecodebench: LiveCodeBenchTaskConfig = field(default_factory=LiveCodeBenchTaskConfig)
+    # mathvista / mathvision: the image folder and the question type (image_dir, question_type).
+    visual: VisualTaskConfig = field(default_factory=VisualTaskConfig)
 
 
 @dataclass
@@ -287,61 +327,6 @@ class VerifyConfig:
     # The typed verifier's settings (mathvista, mathvision): the math verifier's keys, for the
     # answers it extracts and the free-form ones it hands to math-verify.
     typed: MathVerifyConfig = field(default_factory=MathVerifyConfig)
-
-
-# Keys that were flat before the per-verifier and per-sampler blocks existed, and where each lives
-# now: the command line refuses the old key naming the new one (cli.unknown_key), and a saved run
-# config is lifted (lift_flat_option_keys). task.limit and probe.limit were two settings for one
-# thing (the probe's first N problems of the task; training's split has train.train_limit): one is
-# kept, probe.limit.
-MOVED_KEYS: dict[str, str] = {
-    **{f"verify.{k}": f"verify.math.{k}" for k in ("deadline_s", "max_answer_chars", "extraction")},
-    **{f"verify.{k}": f"verify.code.{k}" for k in ("timeout_s", "memory_mb", "allow_weak_isolation")},
-    **{f"sampler.{k}": f"sampler.vllm.{k}" for k in ("gpu_memory_utilization", "tensor_parallel_size")},
-    # The confinement opt-out is the sandbox's, not one verifier's (issue 35's `sandbox.allow_weaker`).
-    "verify.code.allow_weaker": "sandbox.allow_weaker",
-    "task.limit": "probe.limit",
-}
-
-
-def lift_flat_option_keys(saved: Any) -> Any:
-    """A saved config (a DictConfig) with the old keys of MOVED_KEYS moved where they live now (the
-    flat `verify.*`/`sampler.*` keys into their blocks, `verify.code.allow_weaker` to
-    `sandbox.allow_weaker`, `task.limit` to `probe.limit`), so a run dir saved before the move
-    resumes (and is watched and reported) with the same settings. A config already in the new shape
-    comes back unchanged. A saved task.limit joins probe.limit: a null one changes nothing, and with
-    both set the smaller was the probed set (both cut the first N problems)."""
-    from omegaconf import OmegaConf
-
-    def parent(tree: Any, dotted: str) -> Any:
-        *path, _ = dotted.split(".")
-        node = tree
-        for part in path:
-            node = node.get(part) if hasattr(node, "get") else None
-            if node is None or not hasattr(node, "keys"):
-                return None
-        return node
-
-    def has(tree: Any, dotted: str) -> bool:
-        node = parent(tree, dotted)
-        return node is not None and dotted.rsplit(".", 1)[-1] in node
-
-    if not any(has(saved, old) for old in MOVED_KEYS):
-        return saved
-    data = OmegaConf.to_container(saved, resolve=False)
-    for old, new in MOVED_KEYS.items():
-        if has(data, old):
-            value = parent(data, old).pop(old.rsplit(".", 1)[-1])
-            *path, name = new.split(".")
-            node = data
-            for part in path:
-                node = node.setdefault(part, {})
-            if old == "task.limit":
-                kept = node.get(name)
-                if value is None or (isinstance(kept, int) and isinstance(value, int) and kept <= value):
-                    continue
-            node[name] = value
-    return OmegaConf.create(data)
 
 
 @dataclass

@@ -156,7 +156,7 @@ def _decision_entropy(res: ProbeResult, who: str, task: Task, store: Any, sample
     if not s.decision_tokens:
         raise UserError(f"{who}: no decision token in the search subsample's samples (probe "
                         f"{res.key}); match on decision tokens over tiers that have decisions "
-                        f"(task.tiers=[H1,H2,B3,...]) or use match_entropy.tokens=all")
+                        f"(task.toy2.tiers=[H1,H2,B3,...]) or use match_entropy.tokens=all")
     splits[res.key] = {"temperature": t, **s.fields()}
     return s.decision
 

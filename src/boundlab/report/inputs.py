@@ -124,9 +124,9 @@ def read_run(path: str | Path) -> RunDir:
     if (path / HYDRA_CONFIG).is_file():
         from omegaconf import OmegaConf
 
-        from boundlab.config import lift_flat_option_keys
+        from boundlab.config import migrate_saved
 
-        config = lift_flat_option_keys(OmegaConf.load(path / HYDRA_CONFIG))  # e.g. task.limit saved
+        config = migrate_saved(OmegaConf.load(path / HYDRA_CONFIG), path / HYDRA_CONFIG)  # config.migrate
     info = read_json(path / RUN_INFO, {})
     algo = info.get("algo") or _select(config, "algo.name") or "?"
     if _TIMESTAMPED.match(path.name):

@@ -25,12 +25,12 @@ def build_task(cfg: TaskConfig | DictConfig | SimpleNamespace | Mapping[str, Any
 
     `cfg` is the `task` group: a `TaskConfig`, or anything `as_typed` turns into one (a DictConfig,
     a run's saved config, a namespace or mapping with some of its fields); factories get the
-    `TaskConfig`."""
+    `TaskConfig` and read their own block of it (`task.toy2`, `task.evalplus`, ...)."""
     if getattr(cfg, "name", None) is None and not (isinstance(cfg, Mapping) and cfg.get("name")):
         raise ValueError("a task config needs a name (task=<name>)")
     cfg = as_typed(cfg, TaskConfig)
-    if cfg.slice and cfg.name != "toy2":
-        raise ValueError(f"task.slice={cfg.slice}: only task=toy2 has named slices")
+    if cfg.toy2.slice and cfg.name != "toy2":
+        raise ValueError(f"task.toy2.slice={cfg.toy2.slice}: only task=toy2 has named slices")
     task = TASKS.get(cfg.name)(cfg)
     if cfg.template:
         task.template = cfg.template

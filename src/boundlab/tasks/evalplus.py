@@ -1,7 +1,7 @@
 """HumanEval+ and MBPP+ (EvalPlus), read from the official release files at a local path.
 
     probe.py task=humaneval_plus task.path=/data/HumanEvalPlus.jsonl.gz
-    probe.py task=mbpp_plus task.path=/data/MbppPlus.jsonl.gz task.tests=base
+    probe.py task=mbpp_plus task.path=/data/MbppPlus.jsonl.gz task.evalplus.tests=base
 
 The files are published outside any package registry, so they do not ship and are never
 downloaded at run time: a missing file fails in one line naming the file and where to get it.
@@ -16,7 +16,7 @@ equal them exactly, floats within `atol` (1e-6 when `atol` is 0 and the expected
 float-shaped); each input has a time limit of max(1 s, 4 x the canonical run's time); EvalPlus's
 special oracles apply (HumanEval/32 `find_zero` is checked as a root; MBPP's set-valued and
 "returns something" tasks, `are_equivalent`, `sum_div`). A sample passes only when every input
-passes. `task.tests=plus` (default) uses base and plus inputs, `task.tests=base` the base inputs
+passes. `task.evalplus.tests=plus` (default) uses base and plus inputs, `task.evalplus.tests=base` the base inputs
 alone (the original HumanEval/MBPP tests, so the two pass@k curves sit side by side).
 
 Prompt: the row's `prompt`, continued by the model (EvalPlus's base-model prompt; no chat
@@ -73,7 +73,7 @@ def _need(where: str, obj: dict[str, Any], key: str, kind: type) -> Any:
 
 def load_evalplus(path: str | Path, dataset: str, tests: str = "plus") -> list[Problem]:
     if tests not in TEST_SETS:
-        raise DataError(f"task.tests must be one of {list(TEST_SETS)}, not {tests!r}")
+        raise DataError(f"task.evalplus.tests must be one of {list(TEST_SETS)}, not {tests!r}")
     path = Path(path)
     problems: list[Problem] = []
     seen: dict[str, int] = {}
@@ -113,7 +113,7 @@ def _factory(name: str):
     filename, dataset, url = RELEASES[name]
 
     def build(cfg: TaskConfig | None) -> Task:
-        tests = str((cfg.tests if cfg is not None else None) or "plus")
+        tests = str((cfg.evalplus.tests if cfg is not None else None) or "plus")
         path = resolve_path(name, cfg, filename, url)
         task_name = name if tests == "plus" else f"{name}-base"
         return Task(task_name, load_evalplus(path, dataset, tests), template="{question}",

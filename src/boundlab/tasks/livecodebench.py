@@ -1,7 +1,7 @@
 """LiveCodeBench (code_generation_lite), read from the official release files at a local path.
 
     probe.py task=livecodebench task.path=/data/test5.jsonl \\
-        task.date_from=2024-08-01 task.date_to=2025-02-01
+        task.livecodebench.date_from=2024-08-01 task.livecodebench.date_to=2025-02-01
 
 Rows are LiveCodeBench's own (`lcb_runner/benchmarks/code_generation.py`): `question_title`,
 `question_content`, `platform`, `question_id`, `contest_id`, `contest_date`
@@ -177,8 +177,8 @@ def functional_test(where: str, tests: list[dict[str, str]]) -> str:
 def load_livecodebench(path: str | Path, date_from: str | None = None,
                        date_to: str | None = None) -> list[Problem]:
     path = Path(path)
-    lo = _day("task.date_from", date_from, "task.date_from") if date_from else None
-    hi = _day("task.date_to", date_to, "task.date_to") if date_to else None
+    lo = _day("task.livecodebench.date_from", date_from, "task.livecodebench.date_from") if date_from else None
+    hi = _day("task.livecodebench.date_to", date_to, "task.livecodebench.date_to") if date_to else None
     problems: list[Problem] = []
     seen: dict[str, int] = {}
     for lineno, obj in iter_jsonl(path):
@@ -227,6 +227,6 @@ def _livecodebench(cfg: TaskConfig | None) -> Task:
     p = Path(raw).expanduser() if raw else None
     if p is None or not p.is_file():
         raise DataError(missing_file_message("livecodebench", raw, FILENAME, URL))
-    problems = load_livecodebench(p, cfg.date_from, cfg.date_to)
+    problems = load_livecodebench(p, cfg.livecodebench.date_from, cfg.livecodebench.date_to)
     return Task("livecodebench", problems, template="{question}", verifier="code", chat=True,
                 system=SYSTEM)

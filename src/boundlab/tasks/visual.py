@@ -1,9 +1,9 @@
 """MathVista and MathVision from the user's own copy: a JSONL file plus an image folder.
 
-    probe.py task=mathvista task.path=/data/mathvista/testmini.jsonl task.image_dir=/data/mathvista
-    probe.py task=mathvision task.path=/data/MATH-V/data/testmini.jsonl task.image_dir=/data/MATH-V
+    probe.py task=mathvista task.path=/data/mathvista/testmini.jsonl task.visual.image_dir=/data/mathvista
+    probe.py task=mathvision task.path=/data/MATH-V/data/testmini.jsonl task.visual.image_dir=/data/MATH-V
 
-Nothing downloads. Each row's `image` is a path relative to `task.image_dir` (both benchmarks ship
+Nothing downloads. Each row's `image` is a path relative to `task.visual.image_dir` (both benchmarks ship
 `images/<n>.jpg`); `Problem.images` holds its absolute path. A path that is absolute or has a `..`
 part is refused (a data file must not point outside the folder it was given). The check is on the
 path as written, not on where symlinks lead: a Hugging Face cache folder holds symlinks into its
@@ -58,12 +58,12 @@ def image_path(where: str, image_dir: Path, rel: Any, check: bool = True) -> str
     posix, win = PurePosixPath(rel), PureWindowsPath(rel)
     if posix.is_absolute() or win.is_absolute() or win.drive or ".." in posix.parts or ".." in win.parts:
         raise DataError(f"{where}: image path {rel!r} leaves the image folder (an absolute path or a "
-                        f"'..' part); paths must be relative to task.image_dir={image_dir}")
+                        f"'..' part); paths must be relative to task.visual.image_dir={image_dir}")
     full = Path(image_dir, rel).absolute()
     if check:
         if not full.is_file():
             raise DataError(f"{where}: image file not found: {full} (image {rel!r} under "
-                            f"task.image_dir={image_dir})")
+                            f"task.visual.image_dir={image_dir})")
         _check_image(where, full)
     return str(full)
 
@@ -241,22 +241,22 @@ def _factory(name: str, loader: Callable[..., list[Problem]], example: str) -> C
     def factory(cfg: TaskConfig | None) -> Task:
         from boundlab.config import ConfigError
 
-        raw_path, raw_dir = (cfg.path, cfg.image_dir) if cfg is not None else (None, None)
+        raw_path, raw_dir = (cfg.path, cfg.visual.image_dir) if cfg is not None else (None, None)
         if not raw_path or not raw_dir:
-            missing = " and ".join(k for k, v in (("task.path", raw_path), ("task.image_dir", raw_dir)) if not v)
+            missing = " and ".join(k for k, v in (("task.path", raw_path), ("task.visual.image_dir", raw_dir)) if not v)
             raise ConfigError(f"task={name} needs {missing}: your own copy of the benchmark (nothing is "
                               f"downloaded), e.g. {example}")
         path, image_dir = Path(str(raw_path)).expanduser(), Path(str(raw_dir)).expanduser()
         if not path.is_file():
             raise DataError(f"task={name}: task.path={path} is not a file (the benchmark's JSONL)")
         if not image_dir.is_dir():
-            raise DataError(f"task={name}: task.image_dir={image_dir} is not a folder (the folder the "
+            raise DataError(f"task={name}: task.visual.image_dir={image_dir} is not a folder (the folder the "
                             f"rows' image paths are relative to)")
         problems = loader(path, image_dir)
-        qtype = cfg.question_type if cfg is not None else None
+        qtype = cfg.visual.question_type if cfg is not None else None
         if qtype is not None:
             if qtype not in QUESTION_TYPES:
-                raise ConfigError(f"task.question_type={qtype}: must be one of "
+                raise ConfigError(f"task.visual.question_type={qtype}: must be one of "
                                   f"{', '.join(QUESTION_TYPES)}, or null for all")
             problems = [p for p in problems if p.meta["question_type"] == qtype]
         return Task(name, problems, template=EASYR1_MATH, verifier="typed", chat=True, system=QWEN_SYSTEM)
@@ -265,6 +265,6 @@ def _factory(name: str, loader: Callable[..., list[Problem]], example: str) -> C
 
 
 TASKS.register("mathvista")(_factory(
-    "mathvista", load_mathvista, "task.path=/data/mathvista/testmini.jsonl task.image_dir=/data/mathvista"))
+    "mathvista", load_mathvista, "task.path=/data/mathvista/testmini.jsonl task.visual.image_dir=/data/mathvista"))
 TASKS.register("mathvision")(_factory(
-    "mathvision", load_mathvision, "task.path=/data/MATH-V/data/testmini.jsonl task.image_dir=/data/MATH-V"))
+    "mathvision", load_mathvision, "task.path=/data/MATH-V/data/testmini.jsonl task.visual.image_dir=/data/MATH-V"))

@@ -1,4 +1,4 @@
-"""The held-out evaluation slice of the second-edition toy world (`task.slice=heldout`, issue 40):
+"""The held-out evaluation slice of the second-edition toy world (`task.toy2.slice=heldout`, issue 40):
 problems never used in calibration, pretraining, the audit or RL training.
 
 What was used, and so is excluded:

@@ -1,15 +1,15 @@
 """The `toy2` task: the second-edition toy world's stratified test split or its RL-train pool.
 
 Problem ids are stable (`tw2-test-0000`, `tw2-train-0000`); the test split is ordered round-robin
-across tiers, so `limit` keeps it close to stratified. `task.tiers` keeps only the listed tiers and
-`task.per_tier` the first N of each, in split order (the default run probes a slice of the key
-tiers). `split=train` ignores those and builds the RL training set from `task.train_mix`
+across tiers, so `limit` keeps it close to stratified. `task.toy2.tiers` keeps only the listed tiers and
+`task.toy2.per_tier` the first N of each, in split order (the default run probes a slice of the key
+tiers). `split=train` ignores those and builds the RL training set from `task.toy2.train_mix`
 (tier -> share; `DEFAULT_TRAIN_MIX` when null). `meta` carries `tier`, `family`, `operands` and
 `cells` (the decisions on the correct path); the task breaks every table down by `tier`.
 
-`task.slice=heldout` probes the held-out slice instead (`heldout.py`: never used in calibration,
+`task.toy2.slice=heldout` probes the held-out slice instead (`heldout.py`: never used in calibration,
 pretraining, the audit or RL training; ids `tw2-heldout-NNNN`, `meta["source"]` says where each
-problem comes from); `task.tiers` still filters it, `task.per_tier` does not apply. `split=train`
+problem comes from); `task.toy2.tiers` still filters it, `task.toy2.per_tier` does not apply. `split=train`
 (the RL pool, which a run builds from the same task config) ignores the slice, and withholds the
 slice's problems from every mix (the default mix's problems are unchanged).
 """
@@ -32,7 +32,7 @@ def toy2_problems(split: str = "test", tiers: list[str] | None = None,
     if tiers is not None:
         bad = [t for t in tiers if t not in TIERS]
         if bad:
-            raise ValueError(f"task.tiers: unknown tier(s) {bad}; the tiers are {list(TIERS)}")
+            raise ValueError(f"task.toy2.tiers: unknown tier(s) {bad}; the tiers are {list(TIERS)}")
     seen: dict[str, int] = {}
     out = []
     for i, p in enumerate(splits()[split]):
@@ -47,7 +47,7 @@ def toy2_problems(split: str = "test", tiers: list[str] | None = None,
     return out
 
 
-# The RL training mix when `task.train_mix` is null: every family, the counter-rule one at 10%.
+# The RL training mix when `task.toy2.train_mix` is null: every family, the counter-rule one at 10%.
 DEFAULT_TRAIN_MIX = {"E": 0.2, "H1": 0.3, "H2": 0.2, "H3": 0.1, "B3": 0.05, "B4": 0.05, "X": 0.1}
 
 
@@ -58,7 +58,7 @@ def train_problems(mix: dict[str, float]) -> list[Problem]:
     shares = list(mix.values())
     if (bad or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in shares)
             or any(w < 0 for w in shares) or sum(shares) <= 0):
-        raise ValueError(f"task.train_mix: need tier -> share >= 0 over {list(TIERS)}, got {dict(mix)}")
+        raise ValueError(f"task.toy2.train_mix: need tier -> share >= 0 over {list(TIERS)}, got {dict(mix)}")
     from boundlab.worlds.toyworld2.heldout import withheld_train_ids
 
     withheld = withheld_train_ids()
@@ -80,7 +80,7 @@ def heldout_problems(tiers: list[str] | None = None) -> list[Problem]:
     if tiers is not None:
         bad = [t for t in tiers if t not in TIERS]
         if bad:
-            raise ValueError(f"task.tiers: unknown tier(s) {bad}; the tiers are {list(TIERS)}")
+            raise ValueError(f"task.toy2.tiers: unknown tier(s) {bad}; the tiers are {list(TIERS)}")
     out = []
     for i, (source, q) in enumerate(heldout_specs()):
         p = spec(q)
@@ -96,25 +96,25 @@ def heldout_problems(tiers: list[str] | None = None) -> list[Problem]:
 def build_toy2(cfg: TaskConfig) -> Task:
     split = cfg.split or "test"
     if split == "train":
-        mix = cfg.train_mix
-        if isinstance(mix, str) and mix in TIERS:  # `task.train_mix=H1`: that tier alone
+        mix = cfg.toy2.train_mix
+        if isinstance(mix, str) and mix in TIERS:  # `task.toy2.train_mix=H1`: that tier alone
             mix = {mix: 1.0}
         if mix is not None and not hasattr(mix, "items"):
-            raise ValueError(f"task.train_mix: need a mapping tier -> share, e.g. "
-                             f"task.train_mix={{H1:0.5,B3:0.5}}, or one tier's name, got {mix!r}")
+            raise ValueError(f"task.toy2.train_mix: need a mapping tier -> share, e.g. "
+                             f"task.toy2.train_mix={{H1:0.5,B3:0.5}}, or one tier's name, got {mix!r}")
         mix = dict(mix) if mix else DEFAULT_TRAIN_MIX
         problems = train_problems(mix)
         # Said in one line: the mix decides what RL trains on, and an override is easy to mistype.
         log.info("toy2 train split: %d problems, mix %s", len(problems),
                  {t: round(float(w), 4) for t, w in mix.items()})
     else:
-        tiers, per_tier = cfg.tiers, cfg.per_tier
-        name = cfg.slice or "default"
+        tiers, per_tier = cfg.toy2.tiers, cfg.toy2.per_tier
+        name = cfg.toy2.slice or "default"
         if name not in SLICES:
-            raise ValueError(f"task.slice={name}: toy2's slices are {', '.join(SLICES)}")
+            raise ValueError(f"task.toy2.slice={name}: toy2's slices are {', '.join(SLICES)}")
         if name == "heldout":
             problems = heldout_problems(list(tiers) if tiers else None)
-            log.info("toy2 held-out slice: %d problems (task.per_tier does not apply)", len(problems))
+            log.info("toy2 held-out slice: %d problems (task.toy2.per_tier does not apply)", len(problems))
         else:
             problems = toy2_problems(split, list(tiers) if tiers else None,
                                      int(per_tier) if per_tier else None)
