@@ -1,7 +1,8 @@
 """Seed-level intervals in the report (issue 40): each arm's Δpass@k against the base, over its seeds.
 
-An arm is the runs that share a recipe (`remedies.arm_of`: `<job>_<arm>_s<seed>` run dirs, e.g. the
-three `grpo_s0..2` of docs/toy2_paper). At every checkpoint step that all of an arm's runs probed,
+An arm is the runs that share a recipe (`run_arms`: named alike by `remedies.arm_of`, `<job>_<arm>_s<seed>`
+or `<arm>_s<seed>` run dirs, e.g. the three `grpo_s0..2` of docs/toy2_paper, and with configs that
+differ in the seed alone). At every checkpoint step that all of an arm's runs probed,
 per tier of the breakdown field and on all problems: Δpass@1 and Δpass@n (n: the smallest k every
 probe reaches) with the hierarchical bootstrap interval (`boundlab.probe.hierarchical`: seeds, then
 problems, paired with the base), at `report.delta_bootstrap_iters` resamples (at least 10,000), or
@@ -37,14 +38,69 @@ def iters_for(seeds: int, problems: int, iters: int) -> int | None:
     return None if total <= H.EXACT_MAX else iters
 
 
-def arms(r: Report) -> dict[str, list[Any]]:
-    """{arm: its runs with probed checkpoints}, in the report's run order."""
+# What differs between the seeds of one recipe, or says only where and how a run ran.
+_NOT_RECIPE = ("logger", "store", "backend", "resume", "hydra")
+
+
+def recipe(run: Any) -> str | None:
+    """The run's saved config less its seed (train.seed) and the keys that do not change what is
+    trained (logger, store, backend), as canonical JSON; None for a run without a config."""
+    config = getattr(run, "config", None)
+    if config is None:
+        return None
+    import json
+
+    from omegaconf import OmegaConf
+
+    d = OmegaConf.to_container(config, resolve=False) if OmegaConf.is_config(config) else dict(config)
+    for k in _NOT_RECIPE:
+        d.pop(k, None)
+    if isinstance(d.get("train"), dict):
+        d["train"] = {k: v for k, v in d["train"].items() if k != "seed"}
+    return json.dumps(d, sort_keys=True, default=str)
+
+
+def _stem(label: str) -> str:
+    """A run's name less its job number and seed: `3_grpo_s1` and `grpo_s1` give `grpo`."""
+    import re
+
+    name = re.sub(r"^\d+_", "", label.split(" (")[0])
+    return re.sub(r"_s\d+$", "", name)
+
+
+def run_arms(runs: list[Any]) -> dict[int, str]:
+    """{id(run): its arm}. Runs are one arm when their names say so (`remedies.arm_of`) *and* their
+    configs differ in nothing but the seed (`recipe`): a sweep's `grpo_s0..2` and its
+    `grpo_shuffled_reward` share the algorithm, but the control is not a fourth seed. A name whose
+    runs hold several recipes is split, each part named by its runs' common stem (`grpo`,
+    `grpo_shuffled_reward`), or `<name> #i` when stems cannot tell them apart."""
     from boundlab.report.sections.remedies import arm_of
 
+    named: dict[str, list[Any]] = {}
+    for run in runs:
+        named.setdefault(arm_of(run.label, run.algo), []).append(run)
+    out: dict[int, str] = {}
+    for name, group in named.items():
+        parts: dict[str | None, list[Any]] = {}
+        for run in group:
+            parts.setdefault(recipe(run), []).append(run)
+        if len(parts) == 1:
+            out.update({id(run): name for run in group})
+            continue
+        stems = [{_stem(run.label) for run in part} for part in parts.values()]
+        distinct = all(len(st) == 1 for st in stems) and len({next(iter(st)) for st in stems}) == len(stems)
+        for i, (part, st) in enumerate(zip(parts.values(), stems), 1):
+            out.update({id(run): next(iter(st)) if distinct else f"{name} #{i}" for run in part})
+    return out
+
+
+def arms(r: Report) -> dict[str, list[Any]]:
+    """{arm: its runs with probed checkpoints}, in the report's run order (`run_arms`)."""
+    runs = [run for run in r.runs if run.checkpoints]
+    names = run_arms(runs)
     out: dict[str, list[Any]] = {}
-    for run in r.runs:
-        if run.checkpoints:
-            out.setdefault(arm_of(run.label, run.algo), []).append(run)
+    for run in runs:
+        out.setdefault(names[id(run)], []).append(run)
     return out
 
 

@@ -70,6 +70,9 @@ class RunProgress:
     # Each of those probes' summary on the report's problems, by probe key (the remedies section's
     # per-tier comparisons read their per-problem curves).
     summaries: dict[str, A.Summary] = field(default_factory=dict)
+    # The run's saved config (.hydra/config.yaml), when it has one: arm_intervals.recipe tells the
+    # seeds of one recipe from runs that only share its algorithm.
+    config: Any = None
 
 
 @dataclass
@@ -164,7 +167,7 @@ def progression(cfg: ReportMain, store: Store, inputs: Inputs, ids: list[str], b
         if run.base_key not in (None, base.entry.key):
             notes.append(f"Note: run {run.path} started from another base probe ({run.base_key}); "
                          f"its deltas below are still against this report's base.")
-        rp = RunProgress(run.label, run.algo)
+        rp = RunProgress(run.label, run.algo, config=run.config)
         todo = [(step, key, f"step {step}") for step, key in run.checkpoints()]
         if run.null is not None:
             todo.insert(0, (None, run.null[0], f"null (base, seed {run.null[1]})"))

@@ -111,8 +111,11 @@ def render(r: Report, d: Doc) -> None:
     base_t = compare_tiers(base.per_problem, base.per_problem, groups, iters, cfg.ci, seed)
     rows = [_row("base", "base", "", 0, t, v, base=True) for t, v in base_t.items()]
     verdicts, points = [], []
+    from boundlab.report.arm_intervals import run_arms
+
+    names = run_arms(runs)
     for run in runs:
-        arm = arm_of(run.label, run.algo)
+        arm = names[id(run)]
         todo = ([("null", run.null[1])] if run.null is not None else []) + \
             [(step, key) for step, key, _ in run.checkpoints]
         for step, key in todo:

@@ -23,6 +23,13 @@ MD_COLUMNS = ["finding", "claim", "arm", "statistic", "value", "ci_low", "ci_hig
               "evidence"]
 
 
+def _shuffled(run: Any) -> bool:
+    from omegaconf import OmegaConf
+
+    config = getattr(run, "config", None)
+    return config is not None and bool(OmegaConf.select(config, "reward.shuffle_within_group", default=False))
+
+
 class _Arm:
     """One arm at its final step: its runs, seeds' per-problem matrices, and every common step."""
 
@@ -34,6 +41,10 @@ class _Arm:
             self.family = "unknown"
         else:
             self.family = "mixed" if len(dist) > 1 else ("distill" if dist.pop() else "RL")
+        if self.family == "RL" and all(_shuffled(run) for run in runs):
+            # Rewards permuted within each group carry nothing about the answer: the drift control,
+            # its rows the yardstick for what an update of that size does on its own.
+            self.family = "drift control"
         steps = [set(s for s, _, _ in run.checkpoints) for run in runs]
         self.steps = sorted(set.intersection(*steps))
         self.left = sorted(set.union(*steps) - set(self.steps))
@@ -194,7 +205,7 @@ def rows_of(r: Report) -> tuple[list[list], list[str]]:
         elif not a.steps:
             notes.append(f"{name}: its seeds share no probed step; left out of the verdict.")
         else:
-            (dist if a.family == "distill" else rl).append(a)
+            (dist if a.family == "distill" else rl).append(a)  # RL and the drift control
     in_runs = {run.path.resolve() for run in r.inputs.runs}
     bare = [p.entry.label for p in r.models if p.entry.run is None or p.entry.run.path.resolve() not in in_runs]
     if bare:
