@@ -205,11 +205,11 @@ done
 # 3b. The base, symmetric on what the arms lose: the adaptive base stops early on a problem it
 # certifies, and the problems an arm loses at 256 are such problems, while the arm's own probe runs
 # them to 4096 (0 successes never certify). So the base is probed again on every problem any arm
-# loses at 256 (boundlab.probe.focus), at a fixed n = 4096: a probe of its own (toy2_base_focus).
+# loses at 256 (boundlab.report.focus), at a fixed n = 4096: a probe of its own (toy2_base_focus).
 # Redone when the set changes (the ids file is rewritten only then).
 arm_models=$(IFS=,; for arm in "${ARMS[@]}"; do printf 'toy2_settled_%s,' "$arm"; done)
 FOCUS="$LARGE/focus_ids.txt"
-run "" "$PY" -m boundlab.probe.focus --store "$BOUNDLAB_STORE" --base toy2_base --arms "${arm_models%,}" \
+run "" "$PY" -m boundlab.report.focus --store "$BOUNDLAB_STORE" --base toy2_base --arms "${arm_models%,}" \
   --k 256 --out "$FOCUS"
 focus_done="$LARGE/base_focus/problems.csv"
 if [[ "${DRY_RUN:-0}" == 1 ]] || [[ -s "$FOCUS" && ! ( -e "$focus_done" && "$focus_done" -nt "$FOCUS" ) ]]; then

@@ -50,7 +50,7 @@ def test_the_sequence_is_base_null_sweep_packs_finals_reports(commands, tmp_path
                                                    None)) for c in commands]
     out = str(_out(commands))
     assert [k for k, _ in kinds] == (["probe.py", "probe.py", "train.py"] + ["boundlab.probe.run_archive"] * 6
-                                     + ["probe.py"] * 6 + ["boundlab.probe.focus", "probe.py"] + ["report.py"] * 3)
+                                     + ["probe.py"] * 6 + ["boundlab.report.focus", "probe.py"] + ["report.py"] * 3)
     assert [d for _, d in kinds[:2]] == [f"{out}/large/base", f"{out}/large/null"]
     assert [kinds[i][1] for i in FINALS] == [f"{out}/large/{arm}" for arm in ARMS]
     sweep = commands[2]
@@ -362,7 +362,7 @@ def test_the_base_focus_probe_runs_once_per_focus_set(tmp_path):
     ids = out / "large" / "focus_ids.txt"
     # The stand-in's focus step writes the set in $IDS (unless it is there already: the real one
     # rewrites it only when it changes); its focus probe writes its problems.csv.
-    fake, calls = _fake_python(tmp_path, f'[ "$2" = boundlab.probe.focus ] && {{ cmp -s "$IDS" {ids} || cp "$IDS" {ids}; }}\n'
+    fake, calls = _fake_python(tmp_path, f'[ "$2" = boundlab.report.focus ] && {{ cmp -s "$IDS" {ids} || cp "$IDS" {ids}; }}\n'
                                          f'case "$*" in *hydra.run.dir={out}/large/base_focus*) mkdir -p {out}/large/base_focus'
                                          f' && echo x > {out}/large/base_focus/problems.csv;; esac; exit 0')
     focus_runs = lambda: [c for c in calls.read_text().splitlines() if "model.name=toy2_base_focus" in c]  # noqa: E731

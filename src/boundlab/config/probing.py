@@ -114,7 +114,7 @@ class TaskConfig:
     verifier: Optional[str] = None
     # A file of problem ids (one a line): keep only those problems, in the task's order (null = all).
     # Any task; every id must be in it. A subset is another task to the store (its fingerprint covers
-    # exactly its problems): the settled experiment's base focus probe (boundlab.probe.focus).
+    # exactly its problems): the settled experiment's base focus probe (boundlab.report.focus).
     problems_from: Optional[str] = None
     # Problem.meta key every boundary table and plot breaks down by (e.g. tier); null keeps the
     # task's own (none for most tasks).

@@ -1,5 +1,6 @@
-"""boundlab.probe.focus: the problems an arm loses at k (strict counts over the first k samples),
-on a hand-made store; unfinished probes and ambiguous names are refused in one line."""
+"""boundlab.report.focus: the problems an arm loses at k (strict counts over the first k samples),
+on a hand-made store; unfinished probes are refused in one line, and a name report.py would not
+resolve (inputs.find_probe) is refused as report.py refuses it."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from boundlab.config import ConfigError
 from boundlab.errors import StoreError
-from boundlab.probe.focus import lost_at, write_ids
+from boundlab.report.focus import lost_at, write_ids
 from boundlab.probe.store import SampleRow, Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,19 +53,19 @@ def test_lost_at_k_by_strict_counts_over_the_first_k_samples(store):
     assert lost_at(store, "base", ["a"], 5) == {"a": ["p2", "p5"]}
 
 
-def test_an_unfinished_probe_or_an_ambiguous_name_is_refused(store):
+def test_an_unfinished_probe_or_an_unknown_name_is_refused(store):
     _probe(store, "c", {"p1": _rows(4, 0), "p2": _rows(4, 0, n=3)})  # stopped before 4 samples on p2
     with pytest.raises(StoreError, match=r"'c' has fewer than 4 samples on 1 problem\(s\), e.g. p2: finish"):
         lost_at(store, "base", ["c"], 4)
     with pytest.raises(StoreError, match=r"the base 'base' has fewer than 7 samples on 6 problem\(s\)"):
         lost_at(store, "base", ["a"], 7)
-    with pytest.raises(StoreError, match="'nobody' names 0 probes"):
+    with pytest.raises(ConfigError, match="'nobody' is not a run dir, a sweep dir, a probe key or a model name"):
         lost_at(store, "nobody", ["a"], 4)
 
 
 def test_cli_writes_the_union_once(store, tmp_path):
     out = tmp_path / "focus" / "ids.txt"
-    argv = [sys.executable, "-m", "boundlab.probe.focus", "--store", str(tmp_path / "s.sqlite"), "--base", "base",
+    argv = [sys.executable, "-m", "boundlab.report.focus", "--store", str(tmp_path / "s.sqlite"), "--base", "base",
             "--arms", "a,b", "--k", "4", "--out", str(out)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

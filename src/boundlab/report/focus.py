@@ -9,14 +9,15 @@ must be sampled to the cap there too, or the comparison at 4096 rests on one sid
 module names those problems; the script then probes the base on them at a fixed n (a probe of its
 own, `task.problems_from=FILE`):
 
-    python -m boundlab.probe.focus --store S --base toy2_base --arms toy2_settled_grpo_s0,... \\
+    python -m boundlab.report.focus --store S --base toy2_base --arms toy2_settled_grpo_s0,... \\
         --k 256 --out OUT/large/focus_ids.txt
 
 Counts are the strict ones (a right answer on the canonical trace) where the verifier checks
-traces, as the report's coverage section counts them, over each problem's first k samples. A
-problem either side has fewer than k samples of is refused (its probe is not finished): a focus set
-computed from an unfinished probe would silently miss problems. The file is written atomically,
-one id a line, sorted; rewriting it with the same set changes nothing.
+traces, as the report's coverage section counts them, over each problem's first k samples. Each
+name is resolved as report.py resolves it (`inputs.find_probe`), so the set is computed from the
+probes the report then reads. A problem either side has fewer than k samples of is refused (its
+probe is not finished): a focus set computed from an unfinished probe would silently miss problems.
+The file is written atomically, one id a line, sorted; rewriting it with the same set changes nothing.
 """
 
 from __future__ import annotations
@@ -27,32 +28,28 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from boundlab.config import ConfigError
 from boundlab.errors import StoreError, UserError
 from boundlab.probe.store import ProblemCounts, Store
+from boundlab.report.inputs import find_probe
+from boundlab.rundir.io import atomic_write_text
 
 
 def _solved(pc: ProblemCounts) -> bool:
     return (pc.c if pc.c_strict is None else pc.c_strict) > 0
 
 
-def _key(store: Store, name: str) -> str:
-    hits = [p["key"] for p in store.list_probes() if p["model_name"] == name or p["key"] == name]
-    if len(hits) != 1:
-        raise StoreError(f"{name!r} names {len(hits)} probes in the store (need exactly one: give its key)")
-    return hits[0]
-
-
 def lost_at(store: Store, base: str, arms: Sequence[str], k: int) -> dict[str, list[str]]:
     """For each arm (model name or key), the problems it loses at k against `base`, sorted.
     Only problems both probes hold are compared (a probe on fewer problems is a smaller slice)."""
-    base_counts = {pc.problem_id: pc for pc in store.counts(_key(store, base), n_max=k)}
+    base_counts = {pc.problem_id: pc for pc in store.counts(find_probe(store, base)["key"], n_max=k)}
     short = sorted(pid for pid, pc in base_counts.items() if pc.n < k)
     if short:
         raise StoreError(f"the base {base!r} has fewer than {k} samples on {len(short)} problem(s), e.g. "
                          f"{short[0]}: finish its probe first")
     out: dict[str, list[str]] = {}
     for arm in arms:
-        counts = {pc.problem_id: pc for pc in store.counts(_key(store, arm), n_max=k)}
+        counts = {pc.problem_id: pc for pc in store.counts(find_probe(store, arm)["key"], n_max=k)}
         short = sorted(pid for pid, pc in counts.items() if pc.n < k)
         if short:
             raise StoreError(f"{arm!r} has fewer than {k} samples on {len(short)} problem(s), e.g. {short[0]}: "
@@ -68,14 +65,12 @@ def write_ids(path: Path, ids: Sequence[str]) -> bool:
     if path.is_file() and path.read_text() == text:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    atomic_write_text(path, text)
     return True
 
 
 def main(argv: Sequence[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m boundlab.probe.focus",
+    ap = argparse.ArgumentParser(prog="python -m boundlab.report.focus",
                                  description="The problems any arm loses at k (see the module docstring).")
     ap.add_argument("--store", required=True)
     ap.add_argument("--base", required=True, help="the base probe: model name or key")
@@ -91,7 +86,7 @@ def main(argv: Sequence[str]) -> int:
             lost = lost_at(store, args.base, [a for a in args.arms.split(",") if a], args.k)
         finally:
             store.close()
-    except UserError as e:
+    except (UserError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     union = sorted({pid for ids in lost.values() for pid in ids})
