@@ -16,6 +16,7 @@ from boundlab.report import analysis as A
 from boundlab.report import verdict as V
 from boundlab.report.comparisons import Report
 from boundlab.report.document import Doc, Table
+from boundlab.report.inputs import _select
 
 COLUMNS = ["finding", "claim", "arm", "family", "seeds", "runs", "step", "statistic", "k", "problems",
            "value", "ci_low", "ci_high", "interval", "verdict", "rule", "evidence", "cannot_show"]
@@ -24,10 +25,7 @@ MD_COLUMNS = ["finding", "claim", "arm", "statistic", "value", "ci_low", "ci_hig
 
 
 def _shuffled(run: Any) -> bool:
-    from omegaconf import OmegaConf
-
-    config = getattr(run, "config", None)
-    return config is not None and bool(OmegaConf.select(config, "reward.shuffle_within_group", default=False))
+    return bool(_select(getattr(run, "config", None), "reward.shuffle_within_group"))
 
 
 class _Arm:
