@@ -68,6 +68,13 @@ def test_the_sequence_is_base_null_sweep_packs_finals_reports(commands, tmp_path
     assert commands[REPORTS[2]][2] == "base=toy2_base_focus" and f"models=[{arms}]" in commands[REPORTS[2]]
 
 
+def _finished_probes(out: Path, *names: str) -> None:
+    """OUT/large/<name>/problems.csv for each name: large probes that finished (the script skips them)."""
+    for name in names:
+        (out / "large" / name).mkdir(parents=True)
+        (out / "large" / name / "problems.csv").write_text("problem_id,n,c\n")
+
+
 def _complete_checkpoint(run_dir: Path, step: int = 300) -> None:
     ck = run_dir / "checkpoints" / f"checkpoint-{step}"
     ck.mkdir(parents=True)
@@ -123,9 +130,7 @@ def test_pack_only_packs_the_experiments_probes_the_store_holds(tmp_path):
 
 def test_pack_only_skips_a_finished_probe_already_packed(tmp_path):
     out = tmp_path / "out"
-    for name in ("base", "null"):
-        (out / "large" / name).mkdir(parents=True)
-        (out / "large" / name / "problems.csv").write_text("problem_id,n,c\n")
+    _finished_probes(out, "base", "null")
     archive = _archives(tmp_path, ["toy2_base"])  # packed after base finished; the null never packed
     fake, calls = _fake_python(tmp_path, "exit 0")  # the store holds every probe asked about
     proc = _script(out, fake, archive, PACK_ONLY="1")
@@ -169,8 +174,7 @@ def test_a_finished_step_is_skipped(tmp_path):
     # Resumable: a probe whose problems.csv exists is not run again (a stand-in python that fails
     # every probe proves no other probe ran before the null).
     out = tmp_path / "out"
-    (out / "large" / "base").mkdir(parents=True)
-    (out / "large" / "base" / "problems.csv").write_text("problem_id,n,c\n")
+    _finished_probes(out, "base")
     archive = _archives(tmp_path, ["toy2_base"])  # packed after the probe finished: not packed again
     fake = tmp_path / "python"
     fake.write_text("#!/bin/sh\necho \"ran $*\"\n[ \"$1\" = probe.py ] && exit 3\nexit 0\n")
@@ -201,15 +205,12 @@ def _archives(tmp_path: Path, names: list[str]) -> Path:
 
 def test_a_rerun_skips_finished_arms_and_resumes_interrupted_ones(tmp_path):
     out = tmp_path / "out"
-    for name in ("base", "null"):
-        (out / "large" / name).mkdir(parents=True)
-        (out / "large" / name / "problems.csv").write_text("problem_id,n,c\n")
+    _finished_probes(out, "base", "null")
     (out / "sweep" / "grpo_s0").mkdir(parents=True)
     (out / "sweep" / "grpo_s0" / "training_done").write_text("ok\n")
     _complete_checkpoint(out / "sweep" / "grpo_s0")
     (out / "sweep" / "grpo_s1" / ".hydra").mkdir(parents=True)  # started, killed before its first checkpoint
-    (out / "large" / "grpo_s0").mkdir(parents=True)
-    (out / "large" / "grpo_s0" / "problems.csv").write_text("problem_id,n,c\n")
+    _finished_probes(out, "grpo_s0")
     calls = tmp_path / "calls.txt"
     fake = tmp_path / "python"
     fake.write_text(f"#!/bin/sh\necho \"$*\" >> {calls}\n")
@@ -267,9 +268,7 @@ def test_a_packed_arm_is_restored_and_not_trained_again(tmp_path):
 
 def test_interrupted_arms_resume_two_at_a_time_before_the_fresh_ones(tmp_path):
     out = tmp_path / "out"
-    for name in ("base", "null"):
-        (out / "large" / name).mkdir(parents=True)
-        (out / "large" / name / "problems.csv").write_text("problem_id,n,c\n")
+    _finished_probes(out, "base", "null")
     archive = _archives(tmp_path, ["toy2_base", "toy2_base_null"])
     stopped = ARMS[:3]
     for arm in stopped:
@@ -309,9 +308,7 @@ def test_a_refused_restore_stops_the_script(tmp_path):
 
 def test_arms_that_finished_are_packed_even_when_the_sweep_fails(tmp_path):
     out = tmp_path / "out"
-    for name in ("base", "null"):
-        (out / "large" / name).mkdir(parents=True)
-        (out / "large" / name / "problems.csv").write_text("problem_id,n,c\n")
+    _finished_probes(out, "base", "null")
     archive = _archives(tmp_path, ["toy2_base", "toy2_base_null"])
     # The sweep finishes grpo_s1 and grpo_s2, saves a checkpoint of grpo_shuffled_reward, then fails.
     ck = "checkpoints/checkpoint-50"
@@ -352,9 +349,7 @@ def test_pack_only_packs_every_arm_with_a_checkpoint(tmp_path):
 
 def test_the_base_focus_probe_runs_once_per_focus_set(tmp_path):
     out = tmp_path / "out"
-    for name in ("base", "null", *ARMS):
-        (out / "large" / name).mkdir(parents=True)
-        (out / "large" / name / "problems.csv").write_text("problem_id,n,c\n")
+    _finished_probes(out, "base", "null", *ARMS)
     for arm in ARMS:
         (out / "sweep" / arm).mkdir(parents=True)
         (out / "sweep" / arm / "training_done").write_text("ok\n")

@@ -185,24 +185,12 @@ def test_the_report_reads_an_old_run_dir_in_the_new_shape(tmp_path):
 
 
 def test_the_watcher_reads_an_old_run_dir_in_the_new_shape(tmp_path, monkeypatch):
-    import boundlab.probe.spec as spec
-    from boundlab.boundary.watch import watch
-
-    seen = []
-
-    class Stop(Exception):
-        pass
-
-    def load_task(cfg):  # the watcher's first use of the config after loading it
-        seen.append(cfg)
-        raise Stop
+    from test_typed_options import config_the_watcher_reads  # tests/unit, the other moved keys' case
 
     run = _old_run(tmp_path, "toy2_settled_grpo_s0")
     (run / "run_info.json").write_text('{"wandb_run_id": null}')  # training has started
-    monkeypatch.setattr(spec, "load_task", load_task)
-    with pytest.raises(Stop):
-        watch(run)
-    assert seen[0].task.toy2.slice == "heldout" and _fp(seen[0].task)[1] == "12f5d97e6eba40c3"
+    seen = config_the_watcher_reads(run, monkeypatch)
+    assert seen.task.toy2.slice == "heldout" and _fp(seen.task)[1] == "12f5d97e6eba40c3"
 
 
 def test_an_old_flat_key_on_a_command_line_is_one_line_exit_2(tmp_path):

@@ -224,7 +224,8 @@ def test_resume_lifts_an_old_saved_config(tmp_path):
     _assert_lifted(cfg)
 
 
-def test_watcher_lifts_an_old_saved_config(tmp_path, monkeypatch):
+def config_the_watcher_reads(run_dir, monkeypatch):
+    """The config `probe.py watch=RUN_DIR` works with, taken at its first use (the watcher stops there)."""
     import boundlab.probe.spec as spec
     from boundlab.boundary.watch import watch
 
@@ -239,8 +240,12 @@ def test_watcher_lifts_an_old_saved_config(tmp_path, monkeypatch):
 
     monkeypatch.setattr(spec, "load_task", load_task)
     with pytest.raises(Stop):
-        watch(_old_run_dir(tmp_path))
-    _assert_lifted(seen[0])
+        watch(run_dir)
+    return seen[0]
+
+
+def test_watcher_lifts_an_old_saved_config(tmp_path, monkeypatch):
+    _assert_lifted(config_the_watcher_reads(_old_run_dir(tmp_path), monkeypatch))
 
 
 def test_watcher_waits_for_training_to_name_its_wandb_run(tmp_path, monkeypatch, capsys):
